@@ -1,0 +1,78 @@
+"""Every exception workpool raises, under one root.
+
+    WorkpoolError
+    ├── ConfigurationError          bad URL, unknown scheme, bad option value
+    ├── BackendUnavailableError     the backend cannot be reached
+    ├── PayloadError                input or output is not JSON or is too large
+    ├── UnknownWorkflowError        no workflow of that name is registered here
+    ├── RunNotFoundError            no run with that id
+    ├── CorruptRecordError          a stored record cannot be read back
+    ├── RunFailedError              RunHandle.result(): the run ended failed
+    ├── RunCanceledError            RunHandle.result(): the run ended canceled
+    └── NonRetriableError           raise it from a handler: fail now, no retry
+
+Input validation errors are pydantic's own ``ValidationError``, raised unchanged
+to the caller of ``run()``.
+
+Control-flow signals are not errors and do not derive from the root:
+``LeaseLost`` (BaseException) tells a handler's task that its lease is gone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class WorkpoolError(Exception):
+    """Base class of every error workpool raises."""
+
+
+class ConfigurationError(WorkpoolError):
+    """A URL or option is invalid; the message says which and how to fix it."""
+
+
+class BackendUnavailableError(WorkpoolError):
+    """The backend could not be reached; check the URL and that the server runs."""
+
+
+class PayloadError(WorkpoolError):
+    """A value could not be stored: it is not JSON-serializable or is too large."""
+
+
+class UnknownWorkflowError(WorkpoolError):
+    """No workflow of that name is registered with this pool."""
+
+
+class RunNotFoundError(WorkpoolError):
+    """No run with that id exists (it may have been deleted by retention)."""
+
+
+class CorruptRecordError(WorkpoolError):
+    """A stored record could not be decoded; the message names the run and field."""
+
+
+class NonRetriableError(WorkpoolError):
+    """Raise from a handler to fail the run at once, without further attempts."""
+
+
+class RunFailedError(WorkpoolError):
+    """The run ended ``failed``; ``error`` carries the stored error."""
+
+    def __init__(self, run_id: str, error: Any) -> None:
+        self.run_id = run_id
+        self.error = error
+        super().__init__(f"run {run_id} failed: {error.type}: {error.message}")
+
+
+class RunCanceledError(WorkpoolError):
+    """The run ended ``canceled``; ``reason`` is the reason given to cancel, if any."""
+
+    def __init__(self, run_id: str, reason: str | None) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        suffix = f": {reason}" if reason else ""
+        super().__init__(f"run {run_id} was canceled{suffix}")
+
+
+class LeaseLost(BaseException):  # noqa: N818 - a control signal, not an error
+    """The worker no longer holds the run's lease; the handler must stop without writing."""
