@@ -13,9 +13,6 @@
 
 Input validation errors are pydantic's own ``ValidationError``, raised unchanged
 to the caller of ``run()``.
-
-Control-flow signals are not errors and do not derive from the root:
-``LeaseLost`` (BaseException) tells a handler's task that its lease is gone.
 """
 
 from __future__ import annotations
@@ -72,7 +69,3 @@ class RunCanceledError(WorkpoolError):
         self.reason = reason
         suffix = f": {reason}" if reason else ""
         super().__init__(f"run {run_id} was canceled{suffix}")
-
-
-class LeaseLost(BaseException):  # noqa: N818 - a control signal, not an error
-    """The worker no longer holds the run's lease; the handler must stop without writing."""

@@ -231,9 +231,7 @@ class Backend(Protocol):
         """
         ...
 
-    async def renew(
-        self, leases: Sequence[Lease], lease_seconds: float, now: float
-    ) -> RenewResult:
+    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
         """Extend the given leases to ``now + lease_seconds`` in ONE operation.
 
         A lease is renewed only if its run is ``running`` with that same token (an

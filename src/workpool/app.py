@@ -1,0 +1,330 @@
+"""Workpool: the one object users hold. Registry of workflows, configuration, backend."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
+from types import MappingProxyType, TracebackType
+from typing import Any, TypeVar
+
+from workpool.backends import DEFAULT_URL, open_backend, sqlite_path
+from workpool.backends.base import Backend, CancelResult
+from workpool.client import RunHandle, build_new_run, check_name, require_run
+from workpool.clock import Clock, SystemClock
+from workpool.definitions import FailureCallback, Handler, PreparedRun, RunOptions, Workflow
+from workpool.errors import ConfigurationError, RunNotFoundError, UnknownWorkflowError
+from workpool.models import Run
+from workpool.options import RetryPolicy
+from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
+from workpool.sync import Portal
+from workpool.worker import Worker, WorkerOptions
+
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
+
+CANCEL_BATCH = 500
+
+
+class Workpool:
+    """A pool of durable workflows over one backend.
+
+    Args:
+        url: ``sqlite:///path.db`` or ``redis://[:password@]host:port/db`` (``rediss://``
+            for TLS). Defaults to ``$WORKPOOL_URL``, else ``sqlite:///workpool.db``.
+        prefix: namespace of every Redis key, so pools can share a server.
+        app: name of the application that defines these workflows (needed by workers).
+        retry_by_default: whether runs retry when neither the run nor its workflow says.
+        default_retry: the policy used by ``retry=True`` and ``retry_by_default``.
+        max_payload_bytes: largest input, output or context, in bytes of JSON.
+        clock: where time comes from (tests pass a manual clock).
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        prefix: str = "workpool",
+        app: str | None = None,
+        retry_by_default: bool = False,
+        default_retry: RetryPolicy | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        clock: Clock | None = None,
+    ) -> None:
+        self.url = url or os.environ.get("WORKPOOL_URL") or DEFAULT_URL
+        _check_url(self.url)
+        self.prefix = check_name(prefix, what="prefix")
+        self.app = app
+        self.retry_by_default = retry_by_default
+        self.default_retry = default_retry or RetryPolicy()
+        if max_payload_bytes < 1:
+            raise ConfigurationError("max_payload_bytes must be positive")
+        self.max_payload_bytes = max_payload_bytes
+        self.clock: Clock = clock or SystemClock()
+        self._workflows: dict[str, Workflow[Any, Any]] = {}
+        self._backends: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Backend] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._portal: Portal | None = None
+        self._portal_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<Workpool {self.url!r} workflows={len(self._workflows)}>"
+
+    # -- definitions ---------------------------------------------------------------
+
+    def workflow(
+        self,
+        name: str | None = None,
+        *,
+        queue: str = "default",
+        retries: bool | RetryPolicy | None = None,
+        on_failure: Workflow[Any, Any] | FailureCallback | None = None,
+    ) -> Callable[[Handler[InputT, OutputT]], Workflow[InputT, OutputT]]:
+        """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
+
+        Args:
+            name: defaults to the function's name; must be unique in the pool.
+            queue: the queue its runs go to unless a run says otherwise.
+            retries: True for the pool's default policy, False for one attempt, a
+                RetryPolicy, or None to follow the pool's ``retry_by_default``.
+            on_failure: a workflow enqueued (atomically) or a callable called (in the
+                worker) with an ``OnComplete`` once a run of this workflow fails for good.
+        """
+
+        def register(handler: Handler[InputT, OutputT]) -> Workflow[InputT, OutputT]:
+            workflow_name = check_name(name or handler.__name__, what="workflow name")
+            if workflow_name in self._workflows:
+                raise ConfigurationError(f"a workflow named {workflow_name!r} is already defined")
+            definition = Workflow(
+                self,
+                handler,
+                name=workflow_name,
+                queue=check_name(queue, what="queue name"),
+                retries=retries,
+                on_failure=on_failure,
+            )
+            self._workflows[workflow_name] = definition
+            return definition
+
+        return register
+
+    @property
+    def workflows(self) -> Mapping[str, Workflow[Any, Any]]:
+        """The workflows defined on this pool, by name."""
+        return MappingProxyType(self._workflows)
+
+    def get_workflow(self, name: str) -> Workflow[Any, Any]:
+        """The workflow of that name, or UnknownWorkflowError."""
+        try:
+            return self._workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self._workflows)) or "none"
+            raise UnknownWorkflowError(
+                f"no workflow named {name!r} is defined on this pool (defined: {known})"
+            ) from None
+
+    def resolve_retry(
+        self, explicit: bool | RetryPolicy | None, workflow_retries: bool | RetryPolicy | None
+    ) -> RetryPolicy | None:
+        """The policy a run gets: the run's choice, else its workflow's, else the pool's."""
+        for choice in (explicit, workflow_retries):
+            if isinstance(choice, RetryPolicy):
+                return choice
+            if choice is True:
+                return self.default_retry
+            if choice is False:
+                return None
+        return self.default_retry if self.retry_by_default else None
+
+    # -- backend -------------------------------------------------------------------
+
+    async def backend(self) -> Backend:
+        """The backend for the running event loop, opened on first use."""
+        loop = asyncio.get_running_loop()
+        backend = self._backends.get(loop)
+        if backend is not None:
+            return backend
+        lock = self._opening.setdefault(loop, asyncio.Lock())
+        async with lock:
+            backend = self._backends.get(loop)
+            if backend is None:
+                backend = await open_backend(self.url, prefix=self.prefix)
+                self._backends[loop] = backend
+        return backend
+
+    async def aclose(self) -> None:
+        """Close this event loop's backend connection (and the sync portal, if any)."""
+        backend = self._backends.pop(asyncio.get_running_loop(), None)
+        if backend is not None:
+            await backend.close()
+
+    def close(self) -> None:
+        """Close the connections used by the ``*_sync`` methods."""
+        with self._portal_lock:
+            portal, self._portal = self._portal, None
+        if portal is not None:
+            portal.close(self.aclose())
+
+    async def __aenter__(self) -> Workpool:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def portal(self) -> Portal:
+        """The private loop thread that serves the ``*_sync`` methods."""
+        with self._portal_lock:
+            if self._portal is None:
+                self._portal = Portal()
+            return self._portal
+
+    # -- client --------------------------------------------------------------------
+
+    async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
+        """Store a batch of runs (from ``Workflow.prepare``) in one backend operation.
+
+        Returns handles in input order; an idempotency key already in use yields the
+        handle of the earlier run.
+        """
+        now = self.clock.now()
+        new_runs = [build_new_run(self, prepared, now) for prepared in runs]
+        if not new_runs:
+            return []
+        backend = await self.backend()
+        stored = await backend.enqueue(new_runs, now)
+        return [
+            RunHandle(self, outcome.run_id, prepared.output_adapter)
+            for outcome, prepared in zip(stored, runs, strict=True)
+        ]
+
+    async def run_by_name(self, name: str, input: Any, **options: Any) -> RunHandle[Any]:
+        """Enqueue a run of a workflow known by name only (defined in another codebase).
+
+        Takes the same options as ``Workflow.run``. If the workflow is defined on this
+        pool, its input is validated as ``run`` would.
+        """
+        definition = self._workflows.get(name)
+        if definition is not None:
+            prepared = definition.prepare(input, **options)
+        else:
+            text = to_json(input, what=f"input of workflow {name!r}")
+            prepared = PreparedRun(
+                check_name(name, what="workflow name"), text, RunOptions(**options)
+            )
+        return (await self.enqueue_many([prepared]))[0]
+
+    def handle(self, run_id: str) -> RunHandle[Any]:
+        """A handle on an existing run, by id."""
+        return RunHandle(self, run_id)
+
+    async def get_run(self, run_id: str) -> Run:
+        """The full record of a run; RunNotFoundError if there is none."""
+        backend = await self.backend()
+        return require_run(await backend.get_run(run_id), run_id)
+
+    async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
+        """Cancel a run: a pending run ends ``canceled`` at once; a running run is
+        interrupted by its worker within one lease renewal. A finished run is left as is.
+
+        Returns ``"canceled"``, ``"requested"`` (running) or ``"finished"``.
+        """
+        backend = await self.backend()
+        result = await backend.cancel(run_id, reason, self.clock.now())
+        if result == "not_found":
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        return result
+
+    async def cancel_all(
+        self,
+        *,
+        before: datetime | None = None,
+        workflow: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Cancel every unfinished run (created before ``before``, of ``workflow``).
+
+        Works in batches, each atomic; returns how many runs were canceled or asked to.
+        """
+        backend = await self.backend()
+        cutoff = before.timestamp() if before is not None else None
+        total = 0
+        while True:
+            count = await backend.cancel_many(
+                cutoff, workflow, reason, CANCEL_BATCH, self.clock.now()
+            )
+            total += count
+            if count == 0:
+                return total
+
+    def worker(
+        self,
+        *,
+        queues: Sequence[str] = ("default",),
+        concurrency: int = 10,
+        lease: timedelta = timedelta(seconds=20),
+        renew_every: timedelta = timedelta(seconds=2),
+        shutdown_grace: timedelta = timedelta(seconds=30),
+        max_lease_losses: int = 3,
+    ) -> Worker:
+        """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``."""
+        options = WorkerOptions(
+            queues=tuple(queues),
+            concurrency=concurrency,
+            lease=lease,
+            renew_every=renew_every,
+            shutdown_grace=shutdown_grace,
+            max_lease_losses=max_lease_losses,
+        )
+        return Worker(self, options)
+
+    # -- synchronous twins ---------------------------------------------------------
+
+    def enqueue_many_sync(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
+        """``enqueue_many`` for synchronous code."""
+        return self.portal.call(self.enqueue_many(runs))
+
+    def run_by_name_sync(self, name: str, input: Any, **options: Any) -> RunHandle[Any]:
+        """``run_by_name`` for synchronous code."""
+        return self.portal.call(self.run_by_name(name, input, **options))
+
+    def get_run_sync(self, run_id: str) -> Run:
+        """``get_run`` for synchronous code."""
+        return self.portal.call(self.get_run(run_id))
+
+    def cancel_sync(self, run_id: str, reason: str | None = None) -> CancelResult:
+        """``cancel`` for synchronous code."""
+        return self.portal.call(self.cancel(run_id, reason))
+
+    def cancel_all_sync(
+        self,
+        *,
+        before: datetime | None = None,
+        workflow: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """``cancel_all`` for synchronous code."""
+        return self.portal.call(self.cancel_all(before=before, workflow=workflow, reason=reason))
+
+
+def _check_url(url: str) -> None:
+    lowered = url.lower()
+    if lowered.startswith("sqlite:"):
+        sqlite_path(url)
+    elif not lowered.startswith(("redis://", "rediss://")):
+        raise ConfigurationError(
+            f"unsupported backend URL {url!r}: use sqlite:///path/to.db or "
+            "redis://host:port/db (rediss:// for TLS)"
+        )

@@ -1,0 +1,251 @@
+"""The client side: turning PreparedRuns into stored runs, and stored runs into values."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+
+from workpool.backends.base import CompletionHook, NewRun, RunRecord
+from workpool.definitions import PreparedRun, RunOptions, Workflow
+from workpool.errors import (
+    ConfigurationError,
+    CorruptRecordError,
+    RunCanceledError,
+    RunFailedError,
+    RunNotFoundError,
+)
+from workpool.models import (
+    Canceled,
+    Failure,
+    Finished,
+    Pending,
+    Run,
+    RunError,
+    Running,
+    RunStatus,
+    Success,
+)
+from workpool.serialization import check_size, from_json, to_json
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+OutputT = TypeVar("OutputT")
+
+MAX_NAME_LENGTH = 200
+
+
+def new_run_id(now: float) -> str:
+    """A 32-hex-digit id whose first 12 digits are the creation time in ms (sortable)."""
+    return f"{int(now * 1000):012x}{secrets.token_hex(10)}"
+
+
+def check_name(value: str, *, what: str) -> str:
+    """Reject empty, overlong or non-string workflow, queue and key names."""
+    if not value or len(value) > MAX_NAME_LENGTH:
+        raise ConfigurationError(
+            f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters, "
+            f"got {value!r}"
+        )
+    return value
+
+
+class RunHandle(Generic[OutputT]):
+    """A reference to one run: read its status, wait for its result, cancel it."""
+
+    def __init__(
+        self, pool: Workpool, run_id: str, output_adapter: TypeAdapter[Any] | None = None
+    ) -> None:
+        self.pool = pool
+        self.id = run_id
+        self._output_adapter = output_adapter
+
+    def __repr__(self) -> str:
+        return f"<RunHandle {self.id}>"
+
+    async def status(self) -> RunStatus:
+        """``Pending``, ``Running`` or ``Finished`` (with the result)."""
+        return status_of(await self.pool.get_run(self.id))
+
+    async def result(self, timeout: float | None = None) -> OutputT:
+        """Wait for the run to finish and return its output.
+
+        Raises RunFailedError or RunCanceledError when it did not succeed, and
+        TimeoutError when ``timeout`` seconds pass first (the run itself goes on).
+        """
+        try:
+            async with asyncio.timeout(timeout):
+                run = await self._wait_finished()
+        except TimeoutError:
+            raise TimeoutError(
+                f"run {self.id} did not finish within {timeout} s; it keeps going, "
+                "call result() again to wait longer"
+            ) from None
+        if run.status == "failed":
+            raise RunFailedError(self.id, run.error)
+        if run.status == "canceled":
+            raise RunCanceledError(self.id, run.cancel_reason)
+        if self._output_adapter is not None:
+            return self._output_adapter.validate_python(run.output)  # type: ignore[no-any-return]
+        return run.output  # type: ignore[no-any-return]
+
+    async def cancel(self, reason: str | None = None) -> None:
+        """Cancel the run (see ``Workpool.cancel``)."""
+        await self.pool.cancel(self.id, reason)
+
+    def status_sync(self) -> RunStatus:
+        """``status`` for synchronous code."""
+        return self.pool.portal.call(self.status())
+
+    def result_sync(self, timeout: float | None = None) -> OutputT:
+        """``result`` for synchronous code."""
+        return self.pool.portal.call(self.result(timeout))
+
+    def cancel_sync(self, reason: str | None = None) -> None:
+        """``cancel`` for synchronous code."""
+        self.pool.portal.call(self.cancel(reason))
+
+    async def _wait_finished(self) -> Run:
+        delay = 0.005
+        while True:
+            run = await self.pool.get_run(self.id)
+            if run.finished:
+                return run
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+
+
+def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
+    """Resolve queue, retry policy, start time and completion hooks of a prepared run."""
+    options = prepared.options
+    definition = pool.workflows.get(prepared.workflow)
+    queue = options.queue or (definition.queue if definition is not None else "default")
+    retry = pool.resolve_retry(options.retry, definition.retries if definition else None)
+    limit = pool.max_payload_bytes
+    check_size(prepared.input_json, what=f"input of workflow {prepared.workflow!r}", limit=limit)
+    if options.idempotency_key is not None:
+        check_name(options.idempotency_key, what="idempotency_key")
+    ttl = options.idempotency_ttl.total_seconds()
+    if ttl <= 0:
+        raise ConfigurationError(f"idempotency_ttl must be positive, got {options.idempotency_ttl}")
+    return NewRun(
+        id=new_run_id(now),
+        workflow=check_name(prepared.workflow, what="workflow name"),
+        queue=check_name(queue, what="queue name"),
+        input=prepared.input_json,
+        available_at=_available_at(options, now),
+        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        hooks=_hooks(pool, options, definition),
+        idempotency_key=options.idempotency_key,
+        idempotency_ttl=ttl,
+    )
+
+
+def _available_at(options: RunOptions, now: float) -> float:
+    if options.run_at is not None and options.run_after is not None:
+        raise ConfigurationError("give run_at or run_after, not both")
+    if options.run_at is not None:
+        return options.run_at.timestamp()
+    if options.run_after is not None:
+        after = options.run_after
+        seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
+        return now + seconds
+    return now
+
+
+def _hooks(
+    pool: Workpool, options: RunOptions, definition: Workflow[Any, Any] | None
+) -> tuple[CompletionHook, ...]:
+    hooks = []
+    if options.on_complete is not None:
+        context = to_json(options.context, what="on_complete context")
+        check_size(context, what="on_complete context", limit=pool.max_payload_bytes)
+        hooks.append(_hook(pool, options.on_complete, context, on_failure_only=False))
+    if definition is not None and isinstance(definition.on_failure, Workflow):
+        hooks.append(_hook(pool, definition.on_failure, "null", on_failure_only=True))
+    return tuple(hooks)
+
+
+def _hook(
+    pool: Workpool, target: Workflow[Any, Any] | str, context: str, *, on_failure_only: bool
+) -> CompletionHook:
+    target_def = target if isinstance(target, Workflow) else pool.workflows.get(target)
+    name = target if isinstance(target, str) else target.name
+    retry = pool.resolve_retry(None, target_def.retries if target_def else None)
+    return CompletionHook(
+        workflow=check_name(name, what="on_complete workflow name"),
+        queue=target_def.queue if target_def is not None else "default",
+        context=context,
+        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        on_failure_only=on_failure_only,
+    )
+
+
+def run_from_record(record: RunRecord) -> Run:
+    """Decode a stored record; CorruptRecordError names the run and field it chokes on."""
+    return Run(
+        id=record.id,
+        workflow=record.workflow,
+        queue=record.queue,
+        status=record.status,  # type: ignore[arg-type]
+        attempts=record.attempts,
+        input=_decode(record, "input", record.input),
+        output=_decode(record, "output", record.output),
+        error=_decode_error(record),
+        created_at=_time(record.created_at),
+        available_at=_time(record.available_at),
+        started_at=_time(record.started_at) if record.started_at is not None else None,
+        finished_at=_time(record.finished_at) if record.finished_at is not None else None,
+        cancel_requested=record.cancel_requested,
+        cancel_reason=record.cancel_reason,
+        idempotency_key=record.idempotency_key,
+    )
+
+
+def status_of(run: Run) -> RunStatus:
+    """The short, Convex-shaped status of a run."""
+    if run.status in ("scheduled", "queued"):
+        return Pending(previous_attempts=run.attempts)
+    if run.status == "running":
+        return Running(previous_attempts=max(run.attempts - 1, 0))
+    if run.status == "succeeded":
+        return Finished(Success(output=run.output))
+    if run.status == "failed":
+        error = run.error or RunError(type="UnknownError", message="no error was stored")
+        return Finished(Failure(error=error))
+    return Finished(Canceled(reason=run.cancel_reason))
+
+
+def require_run(record: RunRecord | None, run_id: str) -> Run:
+    """The decoded run, or RunNotFoundError."""
+    if record is None:
+        raise RunNotFoundError(f"no run with id {run_id!r} exists")
+    return run_from_record(record)
+
+
+def _decode(record: RunRecord, field: str, text: str | None) -> Any:
+    try:
+        return from_json(text)
+    except ValueError as error:
+        raise CorruptRecordError(
+            f"run {record.id}: stored {field} is not valid JSON ({error})"
+        ) from error
+
+
+def _decode_error(record: RunRecord) -> RunError | None:
+    value = _decode(record, "error", record.error)
+    if value is None:
+        return None
+    try:
+        return RunError.model_validate(value)
+    except ValueError as error:
+        raise CorruptRecordError(f"run {record.id}: stored error is malformed ({error})") from error
+
+
+def _time(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, tz=UTC)

@@ -1,0 +1,176 @@
+"""Workflow definitions: what ``@pool.workflow`` returns, and the runs it prepares."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import TypeAdapter
+
+from workpool.errors import ConfigurationError
+from workpool.options import RetryPolicy
+from workpool.serialization import from_json, to_json
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+    from workpool.client import RunHandle
+    from workpool.engine.context import RunContext
+    from workpool.models import OnComplete
+
+InputT = TypeVar("InputT")
+OutputT = TypeVar("OutputT")
+
+Handler = Callable[["RunContext", InputT], Awaitable[OutputT] | OutputT]
+FailureCallback = Callable[["OnComplete"], Awaitable[None] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How one run is enqueued. See ``Workflow.run`` for each field."""
+
+    run_at: datetime | None = None
+    run_after: timedelta | float | None = None
+    idempotency_key: str | None = None
+    idempotency_ttl: timedelta = timedelta(days=7)
+    queue: str | None = None
+    retry: bool | RetryPolicy | None = None
+    on_complete: Workflow[Any, Any] | str | None = None
+    context: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRun:
+    """A validated, serialized run ready to enqueue (see ``Workpool.enqueue_many``)."""
+
+    workflow: str
+    input_json: str
+    options: RunOptions
+    output_adapter: TypeAdapter[Any] | None = None
+
+
+class Workflow(Generic[InputT, OutputT]):
+    """A function registered with a pool; call ``run`` to enqueue a run of it."""
+
+    def __init__(
+        self,
+        pool: Workpool,
+        handler: Handler[InputT, OutputT],
+        *,
+        name: str,
+        queue: str,
+        retries: bool | RetryPolicy | None,
+        on_failure: Workflow[Any, Any] | FailureCallback | None,
+    ) -> None:
+        self.pool = pool
+        self.handler = handler
+        self.name = name
+        self.queue = queue
+        self.retries = retries
+        self.on_failure = on_failure
+        self.is_async = inspect.iscoroutinefunction(handler)
+        self.input_adapter, self.output_adapter = _adapters_for(handler, name)
+
+    def __repr__(self) -> str:
+        return f"<Workflow {self.name!r} queue={self.queue!r}>"
+
+    def prepare(self, input: InputT, **options: Any) -> PreparedRun:
+        """Validate and serialize a run without storing it; options as for ``run``.
+
+        Raises pydantic's ``ValidationError`` for invalid input and ``PayloadError``
+        for input that is not JSON or is over the size limit.
+        """
+        value: Any = input
+        if self.input_adapter is not None:
+            value = self.input_adapter.validate_python(input)
+        text = to_json(value, what=f"input of workflow {self.name!r}", adapter=self.input_adapter)
+        return PreparedRun(self.name, text, RunOptions(**options), self.output_adapter)
+
+    async def run(
+        self,
+        input: InputT,
+        *,
+        run_at: datetime | None = None,
+        run_after: timedelta | float | None = None,
+        idempotency_key: str | None = None,
+        idempotency_ttl: timedelta = timedelta(days=7),
+        queue: str | None = None,
+        retry: bool | RetryPolicy | None = None,
+        on_complete: Workflow[Any, Any] | str | None = None,
+        context: Any = None,
+    ) -> RunHandle[OutputT]:
+        """Enqueue a run and return its handle.
+
+        Args:
+            input: the handler's input; validated against its annotation, if any.
+            run_at: start no earlier than this time (naive datetimes are local time).
+            run_after: start no earlier than this long from now (seconds or timedelta).
+            idempotency_key: a second enqueue with the same key for this workflow
+                within ``idempotency_ttl`` returns the first run's handle.
+            idempotency_ttl: how long the key is remembered.
+            queue: the queue to use instead of the workflow's.
+            retry: True for the pool's default policy, False for one attempt, or a
+                RetryPolicy; None uses the workflow's ``retries``, else the pool's.
+            on_complete: a workflow (or its name) enqueued when this run ends, with
+                input ``OnComplete``.
+            context: a JSON value passed through to ``on_complete``.
+        """
+        prepared = self.prepare(
+            input,
+            run_at=run_at,
+            run_after=run_after,
+            idempotency_key=idempotency_key,
+            idempotency_ttl=idempotency_ttl,
+            queue=queue,
+            retry=retry,
+            on_complete=on_complete,
+            context=context,
+        )
+        handles = await self.pool.enqueue_many([prepared])
+        return handles[0]
+
+    def run_sync(self, input: InputT, **options: Any) -> RunHandle[OutputT]:
+        """``run`` for synchronous code: blocks until the run is stored."""
+        prepared = self.prepare(input, **options)
+        return self.pool.enqueue_many_sync([prepared])[0]
+
+    def decode_input(self, text: str) -> InputT:
+        """Turn stored input JSON into the value the handler receives."""
+        value = from_json(text)
+        if self.input_adapter is not None:
+            return typing.cast(InputT, self.input_adapter.validate_python(value))
+        return typing.cast(InputT, value)
+
+    def encode_output(self, value: OutputT) -> str:
+        """Serialize the handler's return value; PayloadError names its type."""
+        return to_json(value, what=f"output of workflow {self.name!r}", adapter=self.output_adapter)
+
+
+def _adapters_for(
+    handler: Callable[..., Any], name: str
+) -> tuple[TypeAdapter[Any] | None, TypeAdapter[Any] | None]:
+    parameters = list(inspect.signature(handler).parameters.values())
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) != 2:
+        raise ConfigurationError(
+            f"workflow {name!r}: the handler must take exactly two arguments (ctx, input), "
+            f"it takes {len(positional)}"
+        )
+    try:
+        hints = typing.get_type_hints(handler)
+    except NameError as error:
+        raise ConfigurationError(
+            f"workflow {name!r}: cannot resolve the handler's type annotations ({error})"
+        ) from error
+    input_hint = hints.get(positional[1].name)
+    output_hint = hints.get("return")
+    return _adapter(input_hint), _adapter(output_hint)
+
+
+def _adapter(hint: Any) -> TypeAdapter[Any] | None:
+    if hint is None or hint is Any or hint is type(None):
+        return None
+    return TypeAdapter(hint)

@@ -1,0 +1,40 @@
+"""RunContext: what a handler knows about the run it executes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from workpool.errors import WorkpoolError
+
+
+class CancelRequestedError(WorkpoolError):
+    """Raised by ``ctx.raise_if_cancelled()`` once a cancel of the run was requested."""
+
+
+@dataclass
+class RunContext:
+    """Passed as the first argument to every handler."""
+
+    run_id: str
+    workflow: str
+    queue: str
+    attempt: int
+    """This attempt's number, from 1."""
+    logger: logging.Logger
+    _cancel_flag: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once a cancel of this run was requested; sync handlers should poll it."""
+        return self._cancel_flag.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise if a cancel was requested, so the run ends ``canceled``."""
+        if self._cancel_flag.is_set():
+            raise CancelRequestedError(f"run {self.run_id} was canceled")
+
+    def request_cancel(self) -> None:
+        """Mark the run cancelled (called by the worker, not by handlers)."""
+        self._cancel_flag.set()

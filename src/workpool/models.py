@@ -1,0 +1,123 @@
+"""Frozen value types returned to users: run records, statuses, completion results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RunState = Literal["scheduled", "queued", "running", "succeeded", "failed", "canceled"]
+
+
+class RunError(BaseModel):
+    """A failure as stored: exception type name, message and formatted traceback."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    message: str
+    traceback: str | None = None
+
+
+class Success(BaseModel):
+    """The run returned ``output``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["succeeded"] = "succeeded"
+    output: Any = None
+
+
+class Failure(BaseModel):
+    """The run failed for good with ``error``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["failed"] = "failed"
+    error: RunError
+
+
+class Canceled(BaseModel):
+    """The run was canceled, with the reason given to cancel, if any."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["canceled"] = "canceled"
+    reason: str | None = None
+
+
+RunResult = Annotated[Success | Failure | Canceled, Field(discriminator="status")]
+"""How a finished run ended."""
+
+
+class OnComplete(BaseModel):
+    """Input of an ``on_complete`` (or ``on_failure``) workflow: which run ended, and how."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    workflow: str
+    context: Any = None
+    result: RunResult
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The run waits to start (queued, scheduled, or waiting out a retry backoff)."""
+
+    previous_attempts: int
+    state: Literal["pending"] = "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class Running:
+    """The run is executing in a worker."""
+
+    previous_attempts: int
+    state: Literal["running"] = "running"
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The run reached a terminal state; ``result`` says how."""
+
+    result: Success | Failure | Canceled
+    state: Literal["finished"] = "finished"
+
+
+RunStatus = Pending | Running | Finished
+"""The short status of a run, shaped as in the Convex workpool."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """The full record of a run."""
+
+    id: str
+    workflow: str
+    queue: str
+    status: RunState
+    attempts: int
+    """Attempts started so far (restarts after a lost worker included)."""
+    input: Any
+    """The input as stored (JSON value)."""
+    output: Any
+    """The output as stored (JSON value), for succeeded runs; else None."""
+    error: RunError | None
+    """The latest failure, if any (kept across retries)."""
+    created_at: datetime
+    available_at: datetime
+    """When the run may start (or, once started, when it became available)."""
+    started_at: datetime | None
+    """When the latest attempt started."""
+    finished_at: datetime | None
+    cancel_requested: bool
+    cancel_reason: str | None
+    idempotency_key: str | None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run reached a terminal state."""
+        return self.status in ("succeeded", "failed", "canceled")

@@ -1,0 +1,89 @@
+"""The runs a worker holds right now, and what may be done to them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from workpool.backends.base import ClaimedRun, Finish, Lease
+from workpool.engine.context import RunContext
+
+logger = logging.getLogger("workpool.worker")
+
+
+@dataclass
+class ActiveRun:
+    """One claimed run: its lease, its context and the task running its handler."""
+
+    claimed: ClaimedRun
+    ctx: RunContext
+    task: asyncio.Task[Finish]
+    abandoned: bool = False
+    """Set when the lease is gone or handed back: the run's outcome is not written."""
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.claimed.lease.run_id
+
+
+class ActiveRuns:
+    """Index of held runs by id; frees a slot whenever a run leaves."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, ActiveRun] = {}
+        self._slot_freed = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def add(self, entry: ActiveRun) -> None:
+        """Track a newly claimed run."""
+        self._runs[entry.run_id] = entry
+
+    def remove(self, entry: ActiveRun) -> None:
+        """Forget a run (finished, lost or released) and free its slot."""
+        if self._runs.get(entry.run_id) is entry:
+            del self._runs[entry.run_id]
+            self._slot_freed.set()
+
+    async def wait_for_free_slot(self) -> None:
+        """Return once a run has left since the last call."""
+        self._slot_freed.clear()
+        await self._slot_freed.wait()
+
+    def renewable_leases(self) -> list[Lease]:
+        """Leases still held, including runs whose outcome waits to be written."""
+        return [entry.claimed.lease for entry in self._runs.values() if not entry.abandoned]
+
+    def handler_tasks(self) -> list[asyncio.Task[Finish]]:
+        """Tasks of handlers still running."""
+        return [entry.task for entry in self._runs.values() if not entry.task.done()]
+
+    def abandon(self, run_id: str, *, reason: str) -> None:
+        """Stop a run whose lease is gone, without writing its outcome."""
+        entry = self._runs.get(run_id)
+        if entry is None or entry.task.done():
+            return  # already finished: its outcome is on its way or written
+        logger.warning("run %s abandoned (%s)", run_id, reason)
+        entry.abandoned = True
+        entry.task.cancel()
+
+    def abandon_unfinished(self, *, reason: str) -> list[Lease]:
+        """Abandon every run whose handler is still running; return their leases."""
+        leases = []
+        for entry in list(self._runs.values()):
+            if not entry.task.done() and not entry.abandoned:
+                self.abandon(entry.run_id, reason=reason)
+                leases.append(entry.claimed.lease)
+        return leases
+
+    def request_cancel(self, run_id: str) -> None:
+        """Interrupt a run whose cancel was requested (async: now; sync: via ctx)."""
+        entry = self._runs.get(run_id)
+        if entry is None or entry.task.done() or entry.ctx.cancelled:
+            return
+        logger.info("run %s: cancel requested, interrupting", run_id)
+        entry.ctx.request_cancel()
+        entry.task.cancel()

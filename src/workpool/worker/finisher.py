@@ -1,0 +1,118 @@
+"""Finisher: writes the ends of attempts in batches, one backend call per batch."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from workpool.backends.base import Backend, Finish
+from workpool.definitions import FailureCallback, Workflow
+from workpool.engine.execute import Execution
+from workpool.models import Failure, OnComplete, RunError
+from workpool.worker.active import ActiveRun, ActiveRuns
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+logger = logging.getLogger("workpool.worker")
+
+BACKEND_ERROR_PAUSE = 1.0
+
+
+class Finisher:
+    """Collects finished attempts and writes whatever has accumulated in one call.
+
+    Batching costs no latency: the first outcome is written at once, and outcomes
+    that arrive while a write is in flight go together in the next one.
+    """
+
+    def __init__(
+        self, backend: Backend, active: ActiveRuns, pool: Workpool, env: Execution
+    ) -> None:
+        self._backend = backend
+        self._active = active
+        self._pool = pool
+        self._env = env
+        self._queue: asyncio.Queue[tuple[ActiveRun, Finish]] = asyncio.Queue()
+        self._callbacks: set[asyncio.Task[None]] = set()
+
+    def handler_done(self, entry: ActiveRun, task: asyncio.Task[Finish]) -> None:
+        """Done-callback of a handler task: queue its outcome, or drop an abandoned run."""
+        if entry.abandoned or task.cancelled():
+            self._active.remove(entry)
+            return
+        error = task.exception()
+        if error is not None:
+            logger.error("run %s: worker error, outcome not written", entry.run_id, exc_info=error)
+            self._active.remove(entry)
+            return
+        self._queue.put_nowait((entry, task.result()))
+
+    async def run(self) -> None:
+        """Write outcomes as they come, until cancelled."""
+        while True:
+            batch = [await self._queue.get()]
+            while not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            await self._write(batch)
+            for _ in batch:
+                self._queue.task_done()
+
+    async def drain(self) -> None:
+        """Wait until every queued outcome is written, then for failure callbacks."""
+        await self._queue.join()
+        if self._callbacks:
+            await asyncio.gather(*self._callbacks, return_exceptions=True)
+
+    async def _write(self, batch: list[tuple[ActiveRun, Finish]]) -> None:
+        finishes = [finish for _, finish in batch]
+        while True:
+            try:
+                applied = await self._backend.finish(finishes, self._pool.clock.now())
+                break
+            except Exception:
+                logger.exception("finish failed; retrying in %s s", BACKEND_ERROR_PAUSE)
+                await asyncio.sleep(BACKEND_ERROR_PAUSE)
+        for (entry, finish), written in zip(batch, applied, strict=True):
+            self._active.remove(entry)
+            self._report(entry, finish, written)
+
+    def _report(self, entry: ActiveRun, finish: Finish, written: bool) -> None:
+        if not written:
+            logger.warning("run %s: lease lost before its outcome was written", entry.run_id)
+            return
+        logger.info(
+            "run %s completed: workflow=%s attempt=%d outcome=%s",
+            entry.run_id,
+            entry.claimed.workflow,
+            entry.claimed.attempt,
+            "retrying" if finish.status == "retry" else finish.status,
+        )
+        if finish.status == "failed" and not entry.ctx.cancelled:
+            self._call_on_failure(entry, finish)
+
+    def _call_on_failure(self, entry: ActiveRun, finish: Finish) -> None:
+        workflow = self._pool.workflows.get(entry.claimed.workflow)
+        callback = workflow.on_failure if workflow is not None else None
+        if callback is None or isinstance(callback, Workflow):
+            return  # none, or a workflow: enqueued by the backend with the transition
+        error = RunError.model_validate(json.loads(finish.error or "{}"))
+        event = OnComplete(
+            run_id=entry.run_id, workflow=entry.claimed.workflow, result=Failure(error=error)
+        )
+        task = asyncio.create_task(self._invoke(callback, event))
+        self._callbacks.add(task)
+        task.add_done_callback(self._callbacks.discard)
+
+    async def _invoke(self, callback: FailureCallback, event: OnComplete) -> None:
+        try:
+            if inspect.iscoroutinefunction(callback):
+                await callback(event)
+            else:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(self._env.threads, callback, event)
+        except Exception:
+            logger.exception("on_failure callback of run %s raised", event.run_id)

@@ -1,0 +1,41 @@
+"""WorkerOptions: how a worker claims, leases and shuts down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from workpool.errors import ConfigurationError
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """Settings of one worker process (or in-process worker)."""
+
+    queues: tuple[str, ...] = ("default",)
+    """Queues to take runs from, in priority order."""
+    concurrency: int = 10
+    """Runs executed at once by this worker (its slots)."""
+    lease: timedelta = timedelta(seconds=20)
+    """How long a claimed run stays ours without renewal; a dead worker's runs are
+    taken by others this long after its last renewal."""
+    renew_every: timedelta = timedelta(seconds=2)
+    """How often leases are renewed, in one batch; also how soon a cancel is noticed."""
+    shutdown_grace: timedelta = timedelta(seconds=30)
+    """On stop, how long in-flight runs may finish before their leases are handed back."""
+    max_lease_losses: int = 3
+    """A run whose worker is lost this many times ends failed instead of retrying."""
+    max_idle_wait: timedelta = timedelta(seconds=5)
+    """Longest an idle worker blocks before it looks again (for expired leases)."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigurationError(f"concurrency must be at least 1, got {self.concurrency}")
+        if not self.queues or not all(self.queues):
+            raise ConfigurationError("a worker needs at least one non-empty queue name")
+        if self.renew_every >= self.lease:
+            raise ConfigurationError(
+                f"renew_every ({self.renew_every}) must be shorter than lease ({self.lease})"
+            )
+        if self.max_lease_losses < 1:
+            raise ConfigurationError("max_lease_losses must be at least 1")

@@ -1,0 +1,208 @@
+"""Worker: a supervisor of three named side tasks (claimer, renewer, finisher)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import socket
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from workpool.backends.base import Backend, ClaimedRun, Finish
+from workpool.engine.context import RunContext
+from workpool.engine.execute import Execution, execute, permanent_failure
+from workpool.errors import UnknownWorkflowError
+from workpool.worker.active import ActiveRun, ActiveRuns
+from workpool.worker.finisher import Finisher
+from workpool.worker.options import WorkerOptions
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+logger = logging.getLogger("workpool.worker")
+
+BACKEND_ERROR_PAUSE = 1.0
+"""Seconds a side task waits after a backend error before trying again."""
+
+
+class Worker:
+    """Claims runs from its queues and executes them; see ``WorkerOptions``.
+
+    ``await worker.run()`` works until ``stop()`` is called (or SIGTERM/SIGINT when
+    started from the CLI). ``async with pool.worker(...)`` runs it in the background.
+    """
+
+    def __init__(self, pool: Workpool, options: WorkerOptions) -> None:
+        self.pool = pool
+        self.options = options
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._active = ActiveRuns()
+        self._stopping = asyncio.Event()
+        self._threads = ThreadPoolExecutor(
+            max_workers=options.concurrency, thread_name_prefix="workpool-handler"
+        )
+        self._env = Execution(
+            threads=self._threads,
+            now=pool.clock.now,
+            rng=random.Random(),
+            max_payload_bytes=pool.max_payload_bytes,
+        )
+        self._background: asyncio.Task[None] | None = None
+
+    def stop(self) -> None:
+        """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
+        self._stopping.set()
+
+    async def run(self) -> None:
+        """Work until stopped; then shut down gracefully."""
+        backend = await self.pool.backend()
+        finisher = Finisher(backend, self._active, self.pool, self._env)
+        side_tasks = [
+            asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
+            asyncio.create_task(self._renew_loop(backend), name="renewer"),
+            asyncio.create_task(finisher.run(), name="finisher"),
+        ]
+        stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
+        logger.info("worker %s started on queues %s", self.id, ",".join(self.options.queues))
+        try:
+            await asyncio.wait([stop_wait, *side_tasks], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._stopping.set()
+            await self._shutdown(backend, finisher, side_tasks)
+            stop_wait.cancel()
+        for task in side_tasks:
+            if not task.cancelled() and task.exception() is not None:
+                raise RuntimeError(f"worker side task {task.get_name()} died") from task.exception()
+
+    async def __aenter__(self) -> Worker:
+        self._background = asyncio.create_task(self.run(), name=f"worker {self.id}")
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+        if self._background is not None:
+            await self._background
+
+    async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
+        while not self._stopping.is_set():
+            free = self.options.concurrency - len(self._active)
+            if free <= 0:
+                await self._until_stopping(self._active.wait_for_free_slot())
+                continue
+            now = self.pool.clock.now()
+            try:
+                result = await backend.claim(
+                    self.options.queues,
+                    self.id,
+                    free,
+                    self.options.lease.total_seconds(),
+                    self.options.max_lease_losses,
+                    now,
+                )
+            except Exception:
+                logger.exception("claim failed; retrying in %s s", BACKEND_ERROR_PAUSE)
+                await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
+                continue
+            for claimed in result.runs:
+                self._start(claimed, finisher)
+            if len(result.runs) < free:
+                await self._until_stopping(
+                    backend.wait_for_work(self.options.queues, self._idle_wait(result.next_wake_at))
+                )
+
+    def _idle_wait(self, next_wake_at: float | None) -> float:
+        longest = self.options.max_idle_wait.total_seconds()
+        if next_wake_at is None:
+            return longest
+        return max(0.0, min(longest, next_wake_at - self.pool.clock.now()))
+
+    async def _until_stopping(self, awaitable: object) -> None:
+        """Await ``awaitable`` unless the worker starts stopping first."""
+        waiter = asyncio.ensure_future(awaitable)  # type: ignore[call-overload]
+        stop = asyncio.create_task(self._stopping.wait())
+        await asyncio.wait([waiter, stop], return_when=asyncio.FIRST_COMPLETED)
+        for task in (waiter, stop):
+            task.cancel()
+
+    def _start(self, claimed: ClaimedRun, finisher: Finisher) -> None:
+        ctx = RunContext(
+            run_id=claimed.lease.run_id,
+            workflow=claimed.workflow,
+            queue=claimed.queue,
+            attempt=claimed.attempt,
+            logger=logging.getLogger(f"workpool.run.{claimed.workflow}"),
+        )
+        task = asyncio.create_task(self._execute(claimed, ctx), name=f"run {claimed.lease.run_id}")
+        entry = ActiveRun(claimed, ctx, task)
+        self._active.add(entry)
+        task.add_done_callback(lambda done: finisher.handler_done(entry, done))
+        logger.info(
+            "run %s started: workflow=%s queue=%s attempt=%d",
+            claimed.lease.run_id,
+            claimed.workflow,
+            claimed.queue,
+            claimed.attempt,
+        )
+
+    async def _execute(self, claimed: ClaimedRun, ctx: RunContext) -> Finish:
+        workflow = self.pool.workflows.get(claimed.workflow)
+        if workflow is None:
+            return permanent_failure(
+                claimed,
+                UnknownWorkflowError(
+                    f"no workflow named {claimed.workflow!r} is registered in worker {self.id}; "
+                    "define it in the module the worker loads, or route it to another queue"
+                ),
+            )
+        return await execute(workflow, claimed, ctx, self._env)
+
+    async def _renew_loop(self, backend: Backend) -> None:
+        interval = self.options.renew_every.total_seconds()
+        while True:
+            await asyncio.sleep(interval)
+            leases = self._active.renewable_leases()
+            if not leases:
+                continue
+            try:
+                result = await backend.renew(
+                    leases, self.options.lease.total_seconds(), self.pool.clock.now()
+                )
+            except Exception:
+                logger.exception("lease renewal failed; retrying at the next interval")
+                continue
+            for run_id in result.lost:
+                self._active.abandon(run_id, reason="lease lost")
+            for run_id in result.cancel_requested:
+                self._active.request_cancel(run_id)
+
+    async def _shutdown(
+        self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]
+    ) -> None:
+        side_tasks[0].cancel()
+        handler_tasks = self._active.handler_tasks()
+        if handler_tasks:
+            logger.info(
+                "waiting up to %s for %d runs", self.options.shutdown_grace, len(handler_tasks)
+            )
+            await asyncio.wait(handler_tasks, timeout=self.options.shutdown_grace.total_seconds())
+        leftovers = self._active.abandon_unfinished(reason="worker shutting down")
+        if leftovers:
+            try:
+                await backend.release(leftovers, self.pool.clock.now())
+            except Exception:
+                logger.exception("could not hand back %d leases; they expire", len(leftovers))
+        await finisher.drain()
+        for task in side_tasks:
+            task.cancel()
+        await asyncio.gather(*side_tasks, return_exceptions=True)
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        logger.info("worker %s stopped", self.id)
