@@ -1,0 +1,71 @@
+"""Backend.wait_for_work: woken by enqueues from other instances, else waits its timeout.
+
+The only conformance tests that use real time. Bounds are loose on purpose: CI machines
+are slow and loaded, and the spec allows spurious early returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.conformance.helpers import BackendFactory, enqueue, new_run
+from workpool.backends.base import Backend
+from workpool.clock import ManualClock
+
+LONG_TIMEOUT = 8.0
+
+
+async def _elapsed_until_woken(
+    waiter: Backend, enqueuer: Backend, watched: list[str], queue: str, now: float
+) -> float:
+    started = time.monotonic()
+    task = asyncio.create_task(waiter.wait_for_work(watched, LONG_TIMEOUT))
+    await asyncio.sleep(0.2)
+    await enqueue(enqueuer, new_run(now, queue=queue), now)
+    await task
+    return time.monotonic() - started
+
+
+async def test_enqueue_from_another_instance_wakes_the_waiter(
+    backend: Backend, backend_factory: BackendFactory, clock: ManualClock
+) -> None:
+    other = await backend_factory()
+
+    elapsed = await _elapsed_until_woken(backend, other, ["jobs"], "jobs", clock.now())
+
+    assert elapsed < LONG_TIMEOUT / 2
+
+
+async def test_enqueue_to_any_watched_queue_wakes_the_waiter(
+    backend: Backend, backend_factory: BackendFactory, clock: ManualClock
+) -> None:
+    other = await backend_factory()
+
+    elapsed = await _elapsed_until_woken(backend, other, ["first", "second"], "second", clock.now())
+
+    assert elapsed < LONG_TIMEOUT / 2
+
+
+async def test_enqueue_of_a_scheduled_run_wakes_the_waiter(
+    backend: Backend, backend_factory: BackendFactory, clock: ManualClock
+) -> None:
+    other = await backend_factory()
+    started = time.monotonic()
+    task = asyncio.create_task(backend.wait_for_work(["jobs"], LONG_TIMEOUT))
+    await asyncio.sleep(0.2)
+    now = clock.now()
+
+    await enqueue(other, new_run(now + 3600, queue="jobs"), now)
+    await task
+
+    assert time.monotonic() - started < LONG_TIMEOUT / 2
+
+
+async def test_waits_about_its_timeout_when_nothing_happens(backend: Backend) -> None:
+    started = time.monotonic()
+
+    await backend.wait_for_work(["idle"], 0.6)
+
+    elapsed = time.monotonic() - started
+    assert 0.3 <= elapsed < 5.0
