@@ -1,0 +1,179 @@
+"""RedisBackend: the Backend protocol over Redis, each operation one Lua script call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import cast, get_args
+from urllib.parse import urlsplit
+
+from redis.asyncio import ConnectionPool, Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from workpool.backends.base import (
+    CancelResult,
+    ClaimResult,
+    Enqueued,
+    Finish,
+    Lease,
+    NewRun,
+    RenewResult,
+    RunRecord,
+)
+from workpool.backends.redis import codec
+from workpool.backends.redis.keys import Keys, check_prefix
+from workpool.backends.redis.scripts import Scripts
+from workpool.errors import BackendUnavailableError, ConfigurationError
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a TCP (and TLS) connection before giving up."""
+
+COMMAND_TIMEOUT = 30.0
+"""Seconds to wait for the reply of a non-blocking command."""
+
+NETWORK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+
+
+def describe_url(url: str) -> str:
+    """The URL without user name or password, safe to show in messages and logs."""
+    parts = urlsplit(url)
+    address = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{address}{parts.path}"
+
+
+class RedisBackend:
+    """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
+
+    def __init__(self, client: Redis, blocking_pool: ConnectionPool, prefix: str) -> None:
+        """Use ``open``; this takes already-configured clients."""
+        self._client = client
+        self._blocking_pool = blocking_pool
+        self._keys = Keys(prefix)
+        self._scripts = Scripts(client, self._keys.tag)
+
+    @classmethod
+    async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
+        """Connect, check the server answers, and register the scripts."""
+        check_prefix(prefix)
+        try:
+            client = Redis.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_timeout=COMMAND_TIMEOUT,
+            )
+            # Blocking pops get their own connections, without a read timeout.
+            blocking_pool = ConnectionPool.from_url(
+                url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT
+            )
+        except ValueError as error:
+            raise ConfigurationError(
+                f"malformed Redis URL {describe_url(url)!r}: {error}; "
+                "write redis://[[user]:password@]host[:port][/db] or rediss:// for TLS"
+            ) from None
+        backend = cls(client, blocking_pool, prefix)
+        try:
+            await client.ping()
+        except (RedisError, OSError) as error:
+            await backend.close()
+            raise BackendUnavailableError(
+                f"cannot reach Redis at {describe_url(url)} ({error}): check that the "
+                "server is running and the host, port, password and TLS scheme are right"
+            ) from None
+        return backend
+
+    async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+        if not runs:
+            return []
+        results = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
+        return [Enqueued(run_id=run_id, created=created) for run_id, created in results]
+
+    async def claim(
+        self,
+        queues: Sequence[str],
+        worker_id: str,
+        limit: int,
+        lease_seconds: float,
+        max_lease_losses: int,
+        now: float,
+    ) -> ClaimResult:
+        next_wake_at, rows = await self._scripts.claim(
+            codec.seconds(now),
+            codec.seconds(now + lease_seconds),
+            worker_id,
+            max(0, limit),
+            max_lease_losses,
+            queues,
+        )
+        return ClaimResult(
+            runs=[codec.decode_claimed(row) for row in rows],
+            next_wake_at=None if next_wake_at is None else float(next_wake_at),
+        )
+
+    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
+        if not leases:
+            return RenewResult(lost=frozenset(), cancel_requested=frozenset())
+        lost, cancel_requested = await self._scripts.renew(
+            codec.seconds(now + lease_seconds), codec.lease_pairs(leases)
+        )
+        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(cancel_requested))
+
+    async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
+        if not finishes:
+            return []
+        return await self._scripts.finish(codec.seconds(now), codec.encode_finishes(finishes))
+
+    async def release(self, leases: Sequence[Lease], now: float) -> None:
+        if leases:
+            await self._scripts.release(codec.seconds(now), codec.lease_pairs(leases))
+
+    async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
+        result = await self._scripts.cancel(codec.seconds(now), run_id, reason)
+        if result not in get_args(CancelResult):
+            raise RuntimeError(f"cancel.lua returned an unknown result {result!r}")
+        return cast(CancelResult, result)
+
+    async def cancel_many(
+        self, before: float | None, workflow: str | None, reason: str | None, limit: int, now: float
+    ) -> int:
+        options: dict[str, object] = {"limit": limit}
+        if before is not None:
+            options["before"] = codec.seconds(before)
+        if workflow is not None:
+            options["workflow"] = workflow
+        if reason is not None:
+            options["reason"] = reason
+        return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        try:
+            fields = cast(dict[str, str], await self._client.hgetall(self._keys.run(run_id)))
+        except NETWORK_ERRORS as error:
+            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+        return codec.decode_run(run_id, fields) if fields else None
+
+    async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
+        # BLPOP takes its timeout in seconds with millisecond resolution; 0 means forever.
+        if not queues or timeout < 0.001:
+            return
+        signals = [self._keys.signal(queue) for queue in queues]
+        # redis-py leaves get_connection unannotated.
+        connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
+        try:
+            await connection.send_command("BLPOP", *signals, f"{timeout:.3f}")
+            await connection.read_response()
+        except BaseException as error:
+            # Cancelled or failed mid-command: the reply may still arrive, so the
+            # connection cannot be reused. Drop it; the pool will open a fresh one.
+            await connection.disconnect(nowait=True)
+            if isinstance(error, NETWORK_ERRORS):
+                raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+            raise
+        finally:
+            await self._blocking_pool.release(connection)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+        await self._blocking_pool.disconnect()

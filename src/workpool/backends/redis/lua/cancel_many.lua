@@ -1,0 +1,31 @@
+-- cancel_many: cancel up to a limit of matching non-terminal runs (Backend.cancel_many).
+--
+-- KEYS[1]  the key prefix hash tag, "{<prefix>}"
+-- ARGV[1]  now, seconds since the epoch (decimal string)
+-- ARGV[2]  JSON object: limit (integer) and optionally before (seconds, decimal
+--          string: only runs created strictly earlier), workflow, reason
+--
+-- Returns the number of runs canceled or cancel-requested.
+--
+-- Selects from the 'cancelable' sorted sets (non-terminal runs without a cancel
+-- request, scored by created_at): every member read matches, so each call costs
+-- O(log n + limit) however the matching runs are interleaved with others.
+
+local now = ARGV[1]
+local options = cjson.decode(ARGV[2])
+if options.limit <= 0 then
+  return 0
+end
+local index = cancelable_key()
+if options.workflow then
+  index = workflow_cancelable_key(options.workflow)
+end
+local max = '+inf'
+if options.before then
+  max = '(' .. options.before
+end
+local selected = redis.call('ZRANGEBYSCORE', index, '-inf', max, 'LIMIT', 0, options.limit)
+for _, run_id in ipairs(selected) do
+  cancel_one(run_id, options.reason, now)
+end
+return #selected

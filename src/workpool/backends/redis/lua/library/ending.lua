@@ -1,0 +1,82 @@
+-- Library: terminal transitions, completion hooks and cancellation.
+
+-- The "result" member of a hook run's input, composed from stored JSON texts.
+local function hook_result(status, output, failure, reason)
+  if status == 'succeeded' then
+    return '{"status":"succeeded","output":' .. (output or 'null') .. '}'
+  end
+  if status == 'failed' then
+    return '{"status":"failed","error":' .. (failure or 'null') .. '}'
+  end
+  return '{"status":"canceled","reason":' .. (reason and cjson.encode(reason) or 'null') .. '}'
+end
+
+-- Enqueue (now) each hook of a run that just ended; hook i gets id "<run id>-<i>".
+local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
+  if not hooks_json then
+    return
+  end
+  for index, hook in ipairs(cjson.decode(hooks_json)) do
+    local hook_id = run_id .. '-' .. (index - 1)
+    local wanted = status == 'failed' or not hook.on_failure_only
+    if wanted and redis.call('EXISTS', run_key(hook_id)) == 0 then
+      local input = '{"run_id":' .. cjson.encode(run_id) .. ',"workflow":'
+        .. cjson.encode(workflow) .. ',"context":' .. hook.context
+        .. ',"result":' .. result .. '}'
+      local retry = hook.retry
+      if retry == cjson.null then
+        retry = nil
+      end
+      store_run({
+        id = hook_id, workflow = hook.workflow, queue = hook.queue, input = input,
+        available_at = now, retry = retry,
+      }, now)
+      wake(hook.queue)
+    end
+  end
+end
+
+-- End a run in a terminal status: set fields, leave every index, fire hooks.
+-- fields: extra hash field/value pairs to store (e.g. 'error', <JSON text>).
+local function end_run(run_id, status, now, fields)
+  local key = run_key(run_id)
+  redis.call('HSET', key, 'status', status, 'finished_at', now, unpack(fields))
+  redis.call('HDEL', key, 'lease_token')
+  local run = redis.call('HMGET', key, 'queue', 'workflow', 'hooks', 'output', 'error',
+    'cancel_reason')
+  local queue, workflow = run[1], run[2]
+  for _, index in ipairs({ 'ready', 'scheduled', 'leases' }) do
+    redis.call('ZREM', queue_key(queue, index), run_id)
+  end
+  redis.call('ZREM', cancelable_key(), run_id)
+  redis.call('ZREM', workflow_cancelable_key(workflow), run_id)
+  local result = hook_result(status, run[4] or nil, run[5] or nil, run[6] or nil)
+  fire_hooks(run_id, workflow, run[3] or nil, status, result, now)
+end
+
+local TERMINAL = { succeeded = true, failed = true, canceled = true }
+
+-- Cancel one run as Backend.cancel describes; returns the CancelResult string.
+local function cancel_one(run_id, reason, now)
+  local key = run_key(run_id)
+  local run = redis.call('HMGET', key, 'status', 'workflow')
+  local status = run[1]
+  if not status then
+    return 'not_found'
+  end
+  if TERMINAL[status] then
+    return 'finished'
+  end
+  if reason then
+    redis.call('HSET', key, 'cancel_reason', reason)
+  end
+  if status == 'running' then
+    -- A cancel-requested run is no longer selectable by cancel_many.
+    redis.call('HSET', key, 'cancel_requested', '1')
+    redis.call('ZREM', cancelable_key(), run_id)
+    redis.call('ZREM', workflow_cancelable_key(run[2]), run_id)
+    return 'requested'
+  end
+  end_run(run_id, 'canceled', now, {})
+  return 'canceled'
+end

@@ -1,0 +1,27 @@
+-- release: hand leases back on graceful shutdown (Backend.release).
+--
+-- KEYS[1]  the key prefix hash tag, "{<prefix>}"
+-- ARGV[1]  now, seconds since the epoch (decimal string)
+-- ARGV[2..] pairs: run id, lease token
+--
+-- Each held run becomes queued now (attempts unchanged, no lease loss counted), or
+-- ends canceled if its cancel was requested. Returns the number of runs released.
+
+local now = ARGV[1]
+local released = 0
+for i = 2, #ARGV, 2 do
+  local run_id, token = ARGV[i], ARGV[i + 1]
+  local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
+    'cancel_requested', 'queue')
+  if run[1] == 'running' and run[2] == token then
+    if run[3] == '1' then
+      end_run(run_id, 'canceled', now, {})
+    else
+      drop_lease(run_id, run[4])
+      make_waiting(run_id, run[4], now, now)
+      wake(run[4])
+    end
+    released = released + 1
+  end
+end
+return released

@@ -1,0 +1,25 @@
+-- renew: extend held leases (Backend.renew).
+--
+-- KEYS[1]  the key prefix hash tag, "{<prefix>}"
+-- ARGV[1]  new lease expiry: now + lease seconds (decimal string, seconds since epoch)
+-- ARGV[2..] pairs: run id, lease token
+--
+-- Returns { lost run ids, run ids whose lease is held and whose cancel was requested }.
+-- A lease is held while the run is running with the same token, even once expired.
+
+local lease_expires_at = ARGV[1]
+local lost, cancel_requested = {}, {}
+for i = 2, #ARGV, 2 do
+  local run_id, token = ARGV[i], ARGV[i + 1]
+  local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
+    'cancel_requested', 'queue')
+  if run[1] == 'running' and run[2] == token then
+    redis.call('ZADD', queue_key(run[4], 'leases'), lease_expires_at, run_id)
+    if run[3] == '1' then
+      cancel_requested[#cancel_requested + 1] = run_id
+    end
+  else
+    lost[#lost + 1] = run_id
+  end
+end
+return { lost, cancel_requested }
