@@ -1,0 +1,165 @@
+"""Rows to values and back: run records, claimed runs, stored hooks, hook inputs.
+
+Every value read from the database is checked; a NULL in a required column or a value
+of the wrong type raises ``CorruptRecordError`` naming the run and the column.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from workpool.backends.base import ClaimedRun, CompletionHook, Lease, RunRecord
+from workpool.errors import CorruptRecordError
+
+_STATES = frozenset({"scheduled", "queued", "running", "succeeded", "failed", "canceled"})
+_HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
+
+
+def _corrupt(run_id: object, field: str, value: object, expected: str) -> CorruptRecordError:
+    return CorruptRecordError(
+        f"run {run_id}: column {field!r} holds {value!r}, expected {expected}; the stored "
+        "record is corrupt: restore the database from a backup or cancel the run"
+    )
+
+
+def text(row: sqlite3.Row, field: str) -> str:
+    """A required TEXT column."""
+    value = row[field]
+    if not isinstance(value, str):
+        raise _corrupt(row["id"], field, value, "text")
+    return value
+
+
+def optional_text(row: sqlite3.Row, field: str) -> str | None:
+    """A nullable TEXT column."""
+    return None if row[field] is None else text(row, field)
+
+
+def integer(row: sqlite3.Row, field: str) -> int:
+    """A required INTEGER column (booleans stored as 0/1 included)."""
+    value = row[field]
+    if not isinstance(value, int):
+        raise _corrupt(row["id"], field, value, "an integer")
+    return value
+
+
+def number(row: sqlite3.Row, field: str) -> float:
+    """A required REAL column (a time)."""
+    value = row[field]
+    if not isinstance(value, int | float):
+        raise _corrupt(row["id"], field, value, "a number")
+    return float(value)
+
+
+def optional_number(row: sqlite3.Row, field: str) -> float | None:
+    """A nullable REAL column."""
+    return None if row[field] is None else number(row, field)
+
+
+def flag(row: sqlite3.Row, field: str) -> bool:
+    """A 0/1 INTEGER column."""
+    value = integer(row, field)
+    if value not in (0, 1):
+        raise _corrupt(row["id"], field, value, "0 or 1")
+    return value == 1
+
+
+def run_record(row: sqlite3.Row) -> RunRecord:
+    """A ``get_run`` row as a RunRecord."""
+    status = text(row, "status")
+    if status not in _STATES:
+        raise _corrupt(row["id"], "status", status, "a run state")
+    return RunRecord(
+        id=text(row, "id"),
+        workflow=text(row, "workflow"),
+        queue=text(row, "queue"),
+        status=status,
+        attempts=integer(row, "attempts"),
+        input=text(row, "input"),
+        output=optional_text(row, "output"),
+        error=optional_text(row, "error"),
+        retry=optional_text(row, "retry"),
+        created_at=number(row, "created_at"),
+        available_at=number(row, "available_at"),
+        started_at=optional_number(row, "started_at"),
+        finished_at=optional_number(row, "finished_at"),
+        cancel_requested=flag(row, "cancel_requested"),
+        cancel_reason=optional_text(row, "cancel_reason"),
+        lease_losses=integer(row, "lease_losses"),
+        idempotency_key=optional_text(row, "idempotency_key"),
+    )
+
+
+def claimed_run(row: sqlite3.Row) -> ClaimedRun:
+    """A ``claim_queued`` row as a ClaimedRun."""
+    return ClaimedRun(
+        lease=Lease(run_id=text(row, "id"), token=text(row, "lease_token")),
+        workflow=text(row, "workflow"),
+        queue=text(row, "queue"),
+        input=text(row, "input"),
+        attempt=integer(row, "attempts"),
+        retry=optional_text(row, "retry"),
+        created_at=number(row, "created_at"),
+        available_at=number(row, "available_at"),
+    )
+
+
+def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
+    """The ``hooks`` column: a JSON list of objects; context and retry kept as text."""
+    return json.dumps([{field: getattr(hook, field) for field in _HOOK_FIELDS} for hook in hooks])
+
+
+def decode_hooks(row: sqlite3.Row) -> list[CompletionHook]:
+    """The ``hooks`` column of a row back as CompletionHooks."""
+    raw = text(row, "hooks")
+    try:
+        items = json.loads(raw)
+        return [_hook(item) for item in items]
+    except (ValueError, TypeError, KeyError) as exc:
+        raise _corrupt(row["id"], "hooks", raw, "a JSON list of completion hooks") from exc
+
+
+def _hook(item: dict[str, Any]) -> CompletionHook:
+    values: list[object] = [item[field] for field in _HOOK_FIELDS]
+    workflow, queue, context, retry, on_failure_only = values
+    if not (isinstance(workflow, str) and isinstance(queue, str) and isinstance(context, str)):
+        raise TypeError("hook workflow, queue and context must be text")
+    if not (retry is None or isinstance(retry, str)) or not isinstance(on_failure_only, bool):
+        raise TypeError("hook retry must be text or null, on_failure_only a boolean")
+    return CompletionHook(workflow, queue, context, retry, on_failure_only)
+
+
+def hook_input(ended: sqlite3.Row, context: str) -> str:
+    """The JSON input of a hook run for a run that just ended (an ``end_run`` row).
+
+    ``{"run_id", "workflow", "context", "result"}`` in that order, with stored JSON
+    (context, output, error) embedded as values, as ``CompletionHook`` specifies.
+    """
+    status = text(ended, "status")
+    result: dict[str, Any] = {"status": status}
+    if status == "succeeded":
+        result["output"] = _json_value(ended, "output", optional_text(ended, "output"))
+    elif status == "failed":
+        result["error"] = _json_value(ended, "error", optional_text(ended, "error"))
+    else:
+        result["reason"] = optional_text(ended, "cancel_reason")
+    document = {
+        "run_id": text(ended, "id"),
+        "workflow": text(ended, "workflow"),
+        "context": _json_value(ended, "hooks", context),
+        "result": result,
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def _json_value(row: sqlite3.Row, field: str, stored: str | None) -> Any:
+    """Parse stored JSON text (None stays None)."""
+    if stored is None:
+        return None
+    try:
+        return json.loads(stored)
+    except ValueError as exc:
+        raise _corrupt(row["id"], field, stored, "JSON text") from exc
