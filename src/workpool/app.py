@@ -6,25 +6,29 @@ import asyncio
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType, TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 from workpool.backends import DEFAULT_URL, open_backend, sqlite_path
 from workpool.backends.base import Backend, CancelResult
 from workpool.client import RunHandle, build_new_run, check_name, require_run
 from workpool.clock import Clock, SystemClock
-from workpool.definitions import FailureCallback, Handler, PreparedRun, RunOptions, Workflow
+from workpool.definitions import (
+    FailureCallback,
+    Handler,
+    PreparedRun,
+    Register,
+    RunOptions,
+    Workflow,
+)
 from workpool.errors import ConfigurationError, RunNotFoundError, UnknownWorkflowError
 from workpool.models import Run
 from workpool.options import RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
 from workpool.sync import Portal
 from workpool.worker import Worker, WorkerOptions
-
-InputT = TypeVar("InputT")
-OutputT = TypeVar("OutputT")
 
 CANCEL_BATCH = 500
 
@@ -86,7 +90,7 @@ class Workpool:
         queue: str = "default",
         retries: bool | RetryPolicy | None = None,
         on_failure: Workflow[Any, Any] | FailureCallback | None = None,
-    ) -> Callable[[Handler[InputT, OutputT]], Workflow[InputT, OutputT]]:
+    ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
         Args:
@@ -98,7 +102,7 @@ class Workpool:
                 worker) with an ``OnComplete`` once a run of this workflow fails for good.
         """
 
-        def register(handler: Handler[InputT, OutputT]) -> Workflow[InputT, OutputT]:
+        def register(handler: Handler[Any, Any]) -> Workflow[Any, Any]:
             workflow_name = check_name(name or handler.__name__, what="workflow name")
             if workflow_name in self._workflows:
                 raise ConfigurationError(f"a workflow named {workflow_name!r} is already defined")

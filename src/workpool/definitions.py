@@ -7,7 +7,7 @@ import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import TypeAdapter
 
@@ -25,6 +25,8 @@ InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
 
 Handler = Callable[["RunContext", InputT], Awaitable[OutputT] | OutputT]
+AsyncHandler = Callable[["RunContext", InputT], Awaitable[OutputT]]
+SyncHandler = Callable[["RunContext", InputT], OutputT]
 FailureCallback = Callable[["OnComplete"], Awaitable[None] | None]
 
 
@@ -50,6 +52,16 @@ class PreparedRun:
     input_json: str
     options: RunOptions
     output_adapter: TypeAdapter[Any] | None = None
+
+
+class Register(Protocol):
+    """What ``@pool.workflow(...)`` returns: turns a handler into a Workflow."""
+
+    @overload
+    def __call__(self, handler: AsyncHandler[InputT, OutputT]) -> Workflow[InputT, OutputT]: ...
+
+    @overload
+    def __call__(self, handler: SyncHandler[InputT, OutputT]) -> Workflow[InputT, OutputT]: ...
 
 
 class Workflow(Generic[InputT, OutputT]):

@@ -1,0 +1,1 @@
+"""The ``workpool`` command line."""

@@ -1,0 +1,21 @@
+"""Entry point of the ``workpool`` command: a click group of subcommands."""
+
+from __future__ import annotations
+
+import click
+
+from workpool.cli.worker import worker
+
+
+@click.group()
+@click.version_option(package_name="workpool")
+def cli() -> None:
+    """workpool: durable functions on SQLite or Redis."""
+
+
+cli.add_command(worker)
+
+
+def main() -> None:
+    """Run the command line."""
+    cli()

@@ -1,0 +1,77 @@
+"""``workpool worker module:pool``: run a worker process until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import signal
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import click
+
+from workpool.app import Workpool
+from workpool.errors import WorkpoolError
+from workpool.worker import Worker
+
+
+def load_pool(target: str) -> Workpool:
+    """Import ``module:attribute`` (from the current directory too) and return the pool."""
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"{target!r} is not of the form module:pool", param_hint="POOL")
+    sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise click.BadParameter(f"cannot import {module_name!r}: {error}") from error
+    pool = getattr(module, attribute, None)
+    if not isinstance(pool, Workpool):
+        raise click.BadParameter(f"{target!r} is not a Workpool (got {type(pool).__name__})")
+    return pool
+
+
+@click.command()
+@click.argument("pool_path", metavar="MODULE:POOL")
+@click.option("--queues", default="default", show_default=True, help="Comma-separated queues.")
+@click.option("--concurrency", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--lease-seconds", default=20.0, show_default=True, type=click.FloatRange(min=1))
+@click.option("--renew-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0.05))
+@click.option("--shutdown-grace", default=30.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--log-level", default="INFO", show_default=True)
+def worker(
+    pool_path: str,
+    queues: str,
+    concurrency: int,
+    lease_seconds: float,
+    renew_seconds: float,
+    shutdown_grace: float,
+    log_level: str,
+) -> None:
+    """Run a worker for the pool MODULE:POOL until SIGTERM or SIGINT."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    pool = load_pool(pool_path)
+    try:
+        process = pool.worker(
+            queues=[queue.strip() for queue in queues.split(",") if queue.strip()],
+            concurrency=concurrency,
+            lease=timedelta(seconds=lease_seconds),
+            renew_every=timedelta(seconds=renew_seconds),
+            shutdown_grace=timedelta(seconds=shutdown_grace),
+        )
+        asyncio.run(_serve(pool, process))
+    except WorkpoolError as error:
+        click.echo(f"workpool: {error}", err=True)
+        sys.exit(2)
+
+
+async def _serve(pool: Workpool, process: Worker) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, process.stop)
+    try:
+        await process.run()
+    finally:
+        await pool.aclose()

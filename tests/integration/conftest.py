@@ -1,0 +1,29 @@
+"""Fixtures for end-to-end tests: a pool on each backend and an in-process worker."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from workpool import Worker, Workpool
+
+
+def fast_worker(pool: Workpool, concurrency: int = 10) -> Worker:
+    """A worker with settings that keep end-to-end tests quick (cancels seen in 0.1 s)."""
+    return pool.worker(
+        concurrency=concurrency,
+        lease=timedelta(seconds=2),
+        renew_every=timedelta(milliseconds=100),
+        shutdown_grace=timedelta(seconds=2),
+    )
+
+
+@pytest.fixture
+async def pool(backend_url: str) -> AsyncIterator[Workpool]:
+    """A pool on an empty store of the backend under test."""
+    instance = Workpool(backend_url, app="tests")
+    yield instance
+    await instance.aclose()
+    instance.close()
