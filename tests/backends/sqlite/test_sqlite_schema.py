@@ -1,0 +1,177 @@
+"""The SQLite backend's SQL files: migrations, named queries, and their query plans."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from workpool.backends.sqlite import backend as backend_module
+from workpool.backends.sqlite import operations as operations_module
+from workpool.backends.sqlite.backend import SQLiteBackend
+from workpool.backends.sqlite.sql import load_migrations, load_queries, parse_queries
+
+HOT_QUERIES = (
+    "find_idempotency_key",
+    "insert_run",
+    "promote_due",
+    "expired_leases",
+    "claim_queued",
+    "next_wake_at",
+    "renew_leases",
+    "held_lease",
+    "end_run",
+    "retry_run",
+    "requeue_run",
+    "cancelable_runs",
+    "cancelable_runs_of_workflow",
+    "get_run",
+)
+SAMPLE_PARAMETERS = {
+    "id": "run-1",
+    "workflow": "send_email",
+    "queue": "default",
+    "queues": '["default", "other"]',
+    "leases": '[["run-1", "token"]]',
+    "key": "key",
+    "token": "token",
+    "status": "queued",
+    "input": "{}",
+    "output": None,
+    "error": None,
+    "retry": None,
+    "retry_at": 1.0,
+    "hooks": "[]",
+    "now": 1.0,
+    "available_at": 1.0,
+    "expires_at": 2.0,
+    "before": 3.0,
+    "idempotency_key": None,
+    "batch": 100,
+    "limit": 10,
+    "worker_id": "worker",
+    "reason": None,
+    "cancel_reason": None,
+    "cancel_requested": 0,
+    "lease_loss": 0,
+    "run_id": "run-1",
+}
+
+
+def _migrated(connection: sqlite3.Connection) -> sqlite3.Connection:
+    for migration in load_migrations():
+        for statement in migration.statements:
+            connection.execute(statement)
+    return connection
+
+
+async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    backend = await SQLiteBackend.open(path)
+    await backend.close()
+
+    with sqlite3.connect(path) as connection:
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
+    connection.close()
+    assert version == load_migrations()[-1].version == 1
+    assert mode == "wal"
+    assert {"runs", "idempotency_keys", "runs_queued_by_queue"} <= tables
+
+
+def test_migrations_are_numbered_from_one_and_each_sets_its_version() -> None:
+    connection = sqlite3.connect(":memory:")
+    for migration in load_migrations():
+        for statement in migration.statements:
+            connection.execute(statement)
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == migration.version
+
+
+def test_every_named_query_is_used_by_the_backend() -> None:
+    sources = [Path(module.__file__ or "") for module in (backend_module, operations_module)]
+    used = {
+        node.value
+        for source in sources
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    assert set(load_queries()) <= used
+    assert set(HOT_QUERIES) <= set(load_queries())
+
+
+@pytest.mark.parametrize("name", HOT_QUERIES)
+def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> None:
+    connection = _migrated(sqlite3.connect(":memory:"))
+    query = load_queries()[name]
+
+    plan = [row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + query, SAMPLE_PARAMETERS)]
+
+    assert not [step for step in plan if step.startswith("SCAN runs")], plan
+    assert not [step for step in plan if "TEMP B-TREE" in step], plan
+    if name not in ("insert_run",):
+        assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
+
+
+def test_claim_searches_the_queued_index() -> None:
+    connection = _migrated(sqlite3.connect(":memory:"))
+    query = load_queries()["claim_queued"]
+
+    plan = [row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + query, SAMPLE_PARAMETERS)]
+
+    assert "SEARCH runs USING INDEX runs_queued_by_queue (queue=?)" in plan
+
+
+def test_query_blocks_need_a_description_and_one_statement() -> None:
+    assert parse_queries("-- name: one\n-- Says what.\nSELECT 1;\n") == {"one": "SELECT 1"}
+    with pytest.raises(ValueError, match="description"):
+        parse_queries("-- name: bare\nSELECT 1;\n")
+    with pytest.raises(ValueError, match="one statement"):
+        parse_queries("-- name: two\n-- Two.\nSELECT 1; SELECT 2;\n")
+
+
+OPEN_AND_ENQUEUE = textwrap.dedent(
+    """
+    import asyncio, sys, pathlib
+    from workpool.backends.base import NewRun
+    from workpool.backends.sqlite.backend import SQLiteBackend
+
+    async def main() -> None:
+        backend = await SQLiteBackend.open(pathlib.Path(sys.argv[1]))
+        run = NewRun(id=sys.argv[2], workflow="w", queue="q", input="{}", available_at=0.0)
+        await backend.enqueue([run], 1.0)
+        await backend.close()
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.slow
+async def test_several_processes_can_open_the_same_new_file_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            OPEN_AND_ENQUEUE,
+            str(path),
+            f"run-{index}",
+            stderr=subprocess.PIPE,
+        )
+        for index in range(6)
+    ]
+    outcomes = [await process.communicate() for process in processes]
+
+    assert [process.returncode for process in processes] == [0] * 6, outcomes
+    with sqlite3.connect(path) as connection:
+        count = connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+    connection.close()
+    assert (count, version) == (6, 1)
