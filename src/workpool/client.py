@@ -124,7 +124,9 @@ def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
     """Resolve queue, retry policy, start time and completion hooks of a prepared run."""
     options = prepared.options
     definition = pool.workflows.get(prepared.workflow)
-    queue = options.queue or (definition.queue if definition is not None else "default")
+    queue = options.queue
+    if queue is None:
+        queue = definition.queue if definition is not None else "default"
     retry = pool.resolve_retry(options.retry, definition.retries if definition else None)
     limit = pool.max_payload_bytes
     check_size(prepared.input_json, what=f"input of workflow {prepared.workflow!r}", limit=limit)

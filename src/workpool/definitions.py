@@ -183,6 +183,6 @@ def _adapters_for(
 
 
 def _adapter(hint: Any) -> TypeAdapter[Any] | None:
-    if hint is None or hint is Any or hint is type(None):
+    if hint is None or hint is Any or hint is object or hint is type(None):
         return None
     return TypeAdapter(hint)

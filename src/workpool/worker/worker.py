@@ -8,6 +8,7 @@ import os
 import random
 import socket
 import uuid
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -125,13 +126,23 @@ class Worker:
             return longest
         return max(0.0, min(longest, next_wake_at - self.pool.clock.now()))
 
-    async def _until_stopping(self, awaitable: object) -> None:
-        """Await ``awaitable`` unless the worker starts stopping first."""
-        waiter = asyncio.ensure_future(awaitable)  # type: ignore[call-overload]
-        stop = asyncio.create_task(self._stopping.wait())
+    async def _until_stopping(self, awaitable: Awaitable[object]) -> None:
+        """Await ``awaitable`` unless the worker starts stopping first.
+
+        A backend error while waiting is logged and followed by a pause, not raised:
+        the claim loop carries on once the backend is back.
+        """
+        waiter = asyncio.ensure_future(awaitable)
+        stop = asyncio.ensure_future(self._stopping.wait())
         await asyncio.wait([waiter, stop], return_when=asyncio.FIRST_COMPLETED)
-        for task in (waiter, stop):
-            task.cancel()
+        stop.cancel()
+        if not waiter.done():
+            waiter.cancel()
+            return
+        error = waiter.exception()
+        if error is not None:
+            logger.warning("waiting for work failed (%s); pausing %s s", error, BACKEND_ERROR_PAUSE)
+            await asyncio.sleep(BACKEND_ERROR_PAUSE)
 
     def _start(self, claimed: ClaimedRun, finisher: Finisher) -> None:
         ctx = RunContext(
