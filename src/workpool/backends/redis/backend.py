@@ -76,6 +76,7 @@ class RedisBackend:
         backend = cls(client, blocking_pool, prefix)
         try:
             await client.ping()
+            await backend._scripts.load()
         except (RedisError, OSError) as error:
             await backend.close()
             raise BackendUnavailableError(

@@ -52,6 +52,7 @@ class Scripts:
     """The registered scripts of one backend, bound to its key prefix tag."""
 
     def __init__(self, client: Redis, tag: str) -> None:
+        self._client = client
         self._tag = tag
         self._enqueue = client.register_script(script_source("enqueue"))
         self._claim = client.register_script(script_source("claim"))
@@ -60,6 +61,16 @@ class Scripts:
         self._release = client.register_script(script_source("release"))
         self._cancel = client.register_script(script_source("cancel"))
         self._cancel_many = client.register_script(script_source("cancel_many"))
+
+    async def load(self) -> None:
+        """Load every script on the server now (one pipelined round trip), so the first
+        call of each is a plain EVALSHA. A later SCRIPT FLUSH or restart is survived
+        anyway: a call that meets NOSCRIPT loads its script and retries."""
+        scripts = [getattr(self, f"_{operation}") for operation in OPERATIONS]
+        async with self._client.pipeline(transaction=False) as pipe:
+            for script in scripts:
+                pipe.script_load(script.script)
+            await pipe.execute()
 
     async def enqueue(self, now: str, runs_json: str) -> list[tuple[str, bool]]:
         """(run id, created) per run, in order."""

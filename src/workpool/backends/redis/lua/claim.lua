@@ -12,9 +12,7 @@
 -- where each claimed run is
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil,
 --     created_at, available_at }
---
 -- Promotion and reaping each handle at most BATCH runs per call, oldest first.
-
 local BATCH = 1000
 local now, lease_expires_at, worker_id = ARGV[1], ARGV[2], ARGV[3]
 local limit, max_lease_losses = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -89,9 +87,7 @@ end
 local claimed = {}
 local next_wake_at = nil
 for _, queue in ipairs(queues) do
-  if #claimed < limit then
-    take(queue, limit - #claimed, claimed)
-  end
+  if #claimed < limit then take(queue, limit - #claimed, claimed) end
   -- Work is left: wake another idle worker.
   if redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
     wake(queue)

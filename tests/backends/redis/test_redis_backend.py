@@ -1,0 +1,153 @@
+"""Redis-specific behaviour: connecting, round trips, exact values, index progress."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import pytest
+from redis.asyncio import Redis
+
+from workpool.backends.base import CompletionHook, Finish, NewRun
+from workpool.backends.redis.backend import RedisBackend
+from workpool.backends.redis.keys import Keys
+from workpool.errors import BackendUnavailableError, ConfigurationError, CorruptRecordError
+
+NOW = 1_700_000_000.123456
+
+
+def a_run(run_id: str, available_at: float = NOW, **fields: Any) -> NewRun:
+    return NewRun(
+        id=run_id, workflow="wf", queue="q", input="{}", available_at=available_at, **fields
+    )
+
+
+async def test_malformed_url_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="malformed Redis URL"):
+        await RedisBackend.open("redis://localhost:not-a-port/0")
+
+
+async def test_bad_prefix_is_a_configuration_error(redis_server_url: str) -> None:
+    with pytest.raises(ConfigurationError, match="prefix"):
+        await RedisBackend.open(redis_server_url, prefix="a{b}")
+
+
+async def test_unreachable_server_names_the_url_without_its_password() -> None:
+    url = "redis://user:s3cret@127.0.0.1:1/2"
+    with pytest.raises(BackendUnavailableError) as raised:
+        await RedisBackend.open(url)
+    message = str(raised.value)
+    assert "redis://127.0.0.1:1/2" in message
+    assert "s3cret" not in message
+    assert "\n" not in message
+
+
+class CommandCounter:
+    """Counts the commands a backend's client sends (each one is a round trip)."""
+
+    def __init__(self, backend: RedisBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.names: list[str] = []
+        client = backend._client  # the pool client all script calls go through
+        send = cast(Callable[..., Awaitable[Any]], client.execute_command)
+
+        async def counting(*args: Any, **options: Any) -> Any:
+            self.names.append(str(args[0]).upper())
+            return await send(*args, **options)
+
+        monkeypatch.setattr(client, "execute_command", counting)
+
+    def take(self) -> list[str]:
+        names, self.names = self.names, []
+        return names
+
+
+async def test_hot_path_operations_are_one_script_call_each(
+    redis_backend: RedisBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await redis_backend.enqueue([a_run("warm")], NOW)  # loads the scripts if needed
+    counter = CommandCounter(redis_backend, monkeypatch)
+    await redis_backend.enqueue([a_run(f"r{i}") for i in range(20)], NOW)
+    assert counter.take() == ["EVALSHA"]
+    claimed = await redis_backend.claim(["q"], "w", 10, 30, 3, NOW)
+    assert counter.take() == ["EVALSHA"]
+    await redis_backend.renew([run.lease for run in claimed.runs], 30, NOW)
+    assert counter.take() == ["EVALSHA"]
+    finishes = [Finish(lease=run.lease, status="succeeded", output="1") for run in claimed.runs]
+    assert await redis_backend.finish(finishes, NOW) == [True] * 10
+    assert counter.take() == ["EVALSHA"]
+
+
+async def test_times_and_json_texts_come_back_exactly(redis_backend: RedisBackend) -> None:
+    context = '{"z": 1, "a": 123456789012345678901234567890, "f": 0.1000000000000000055511}'
+    hook = CompletionHook(
+        workflow="h", queue="q", context=context, retry=None, on_failure_only=False
+    )
+    await redis_backend.enqueue([a_run("exact", NOW + 0.000001, hooks=(hook,))], NOW)
+    [claimed] = (await redis_backend.claim(["q"], "w", 1, 30.5, 3, NOW + 0.000001)).runs
+    assert claimed.available_at == NOW + 0.000001
+    output = '{"big": 98765432109876543210, "order": [3, 2, 1]}'
+    await redis_backend.finish(
+        [Finish(lease=claimed.lease, status="succeeded", output=output)], NOW + 7
+    )
+    record = await redis_backend.get_run("exact")
+    assert record is not None
+    assert (record.created_at, record.finished_at, record.output) == (NOW, NOW + 7, output)
+    hook_run = await redis_backend.get_run("exact-0")
+    assert hook_run is not None
+    assert hook_run.input == (
+        '{"run_id":"exact","workflow":"wf","context":'
+        + context
+        + ',"result":{"status":"succeeded","output":'
+        + output
+        + "}}"
+    )
+    assert json.loads(hook_run.input)["context"]["a"] == 123456789012345678901234567890
+
+
+async def test_idempotency_keys_expire_on_the_callers_clock(redis_backend: RedisBackend) -> None:
+    first = await redis_backend.enqueue(
+        [a_run("one", idempotency_key="k", idempotency_ttl=10.0)], NOW
+    )
+    again = await redis_backend.enqueue([a_run("two", idempotency_key="k")], NOW + 9.9)
+    later = await redis_backend.enqueue([a_run("three", idempotency_key="k")], NOW + 10.1)
+    assert [first[0].created, again[0].run_id, later[0].created] == [True, "one", True]
+
+
+async def test_cancel_many_progresses_past_cancel_requested_runs(
+    redis_backend: RedisBackend,
+) -> None:
+    await redis_backend.enqueue([a_run(f"busy{i:03}") for i in range(300)], NOW)
+    claimed = (await redis_backend.claim(["q"], "w", 300, 30, 3, NOW)).runs
+    assert await redis_backend.cancel_many(None, "wf", None, 1000, NOW) == 300
+    await redis_backend.enqueue([a_run(f"idle{i}") for i in range(3)], NOW + 1)
+    assert await redis_backend.cancel_many(None, "wf", None, 2, NOW + 1) == 2
+    assert await redis_backend.cancel_many(None, None, None, 2, NOW + 1) == 1
+    assert await redis_backend.cancel_many(None, None, None, 2, NOW + 1) == 0
+    assert len(claimed) == 300
+
+
+async def test_a_cancelled_wait_leaves_the_backend_usable(redis_backend: RedisBackend) -> None:
+    waiting = asyncio.create_task(redis_backend.wait_for_work(["q"], 30))
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    woken = asyncio.create_task(redis_backend.wait_for_work(["q"], 30))
+    await asyncio.sleep(0.05)
+    await redis_backend.enqueue([a_run("wake")], NOW)
+    await asyncio.wait_for(woken, timeout=5)
+
+
+async def test_unreadable_record_names_run_and_field(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    await redis_backend.enqueue([a_run("bad")], NOW)
+    await raw.hset(keys.run("bad"), "attempts", "many")
+    with pytest.raises(CorruptRecordError, match=r"bad.*attempts"):
+        await redis_backend.get_run("bad")
+    await raw.hset(keys.run("bad"), "attempts", "0")
+    await raw.hdel(keys.run("bad"), "input")
+    with pytest.raises(CorruptRecordError, match=r"bad.*input"):
+        await redis_backend.get_run("bad")
