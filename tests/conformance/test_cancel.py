@@ -94,6 +94,21 @@ async def test_finish_after_cancel_request(
     assert (await claim(backend, start + 10)).runs == []
 
 
+async def test_cancel_of_a_cancel_requested_run_is_requested_again(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    run_id = await enqueue(backend, new_run(start), start)
+    await claim_one(backend, start)
+    assert await backend.cancel(run_id, "first", start + 1) == "requested"
+
+    assert await backend.cancel(run_id, "second", start + 2) == "requested"
+
+    record = await fetch(backend, run_id)
+    assert (record.status, record.cancel_requested) == ("running", True)
+    assert record.cancel_reason in ("first", "second")
+
+
 async def test_cancel_unknown_run_is_not_found(backend: Backend, clock: ManualClock) -> None:
     assert await backend.cancel(new_id(), "x", clock.now()) == "not_found"
 

@@ -223,3 +223,15 @@ async def test_concurrent_claims_from_instances_are_disjoint(
     assert sorted(len(ids) for ids in per_instance) == [6, 7, 7]
     assert len(all_claimed) == len(set(all_claimed)) == 20
     assert set(all_claimed) == {run.id for run in runs}
+
+
+async def test_promoted_run_takes_its_place_by_available_at(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    promoted = await enqueue(backend, new_run(start + 5), start)
+    queued_later = await enqueue(backend, new_run(start + 6), start + 6)
+
+    order = [(await claim_one(backend, start + 10)).lease.run_id for _ in range(2)]
+
+    assert order == [promoted, queued_later]

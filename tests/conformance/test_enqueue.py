@@ -234,3 +234,29 @@ async def test_enqueued_runs_are_visible_to_other_instances(
 
     assert (await fetch(reader, run_id)).status == "queued"
     assert (await claim_one(reader, clock.now())).lease.run_id == run_id
+
+
+async def test_deduplicated_enqueue_does_not_extend_the_key(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    first = new_run(start, idempotency_key="k", idempotency_ttl=100)
+    await enqueue(backend, first, start)
+    repeat = new_run(start + 90, idempotency_key="k", idempotency_ttl=100)
+    assert await backend.enqueue([repeat], start + 90) == [Enqueued(first.id, False)]
+
+    late = new_run(start + 101, idempotency_key="k", idempotency_ttl=100)
+
+    assert await backend.enqueue([late], start + 101) == [Enqueued(late.id, True)]
+
+
+async def test_key_deduplicates_across_queues_of_one_workflow(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    first = new_run(now, queue="a", idempotency_key="same")
+    await enqueue(backend, first, now)
+    other_queue = new_run(now, queue="b", idempotency_key="same")
+
+    assert await backend.enqueue([other_queue], now) == [Enqueued(first.id, False)]
+    assert await backend.get_run(other_queue.id) is None

@@ -225,3 +225,24 @@ async def test_two_finishes_of_one_lease_in_a_batch_apply_once(
     assert sorted(results) == [False, True]
     expected = "succeeded" if results[0] else "failed"
     assert await status_of(backend, run_id) == expected
+
+
+async def test_error_of_last_failure_is_kept_after_success(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    run_id = await enqueue(backend, new_run(start), start)
+    first = await claim_one(backend, start)
+    error = error_json("ConnectionError", "reset")
+    await backend.finish([Finish(first.lease, "retry", error=error, retry_at=start)], start)
+    second = await claim_one(backend, start + 1)
+
+    await backend.finish([Finish(second.lease, "succeeded", output=OUTPUT)], start + 2)
+
+    record = await fetch(backend, run_id)
+    assert (record.status, record.output, record.error, record.attempts) == (
+        "succeeded",
+        OUTPUT,
+        error,
+        2,
+    )

@@ -170,6 +170,7 @@ async def test_hook_run_takes_workflow_queue_and_retry_from_the_hook(
 
     assert (hook_run.workflow, hook_run.queue, hook_run.retry) == ("audit.log", "audit", HOOK_RETRY)
     assert json.loads(hook_run.input)["context"] is None
+    assert (hook_run.idempotency_key, hook_run.lease_losses, hook_run.output) == (None, 0, None)
     claimed = await claim_one(backend, start + 2, queues=["audit"])
     assert (claimed.lease.run_id, claimed.workflow, claimed.retry) == (
         f"{run_id}-0",
