@@ -123,7 +123,7 @@ class RunHandle(Generic[OutputT]):
 def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
     """Resolve queue, retry policy, start time and completion hooks of a prepared run."""
     options = prepared.options
-    definition = pool.workflows.get(prepared.workflow)
+    definition = prepared.definition or pool.workflows.get(prepared.workflow)
     queue = options.queue
     if queue is None:
         queue = definition.queue if definition is not None else "default"

@@ -51,7 +51,13 @@ class PreparedRun:
     workflow: str
     input_json: str
     options: RunOptions
-    output_adapter: TypeAdapter[Any] | None = None
+    definition: Workflow[Any, Any] | None = None
+    """The workflow that prepared it, if defined here: its queue and retries apply."""
+
+    @property
+    def output_adapter(self) -> TypeAdapter[Any] | None:
+        """Decodes the output for the run's handle, if the workflow declares its type."""
+        return self.definition.output_adapter if self.definition is not None else None
 
 
 class Register(Protocol):
@@ -99,7 +105,7 @@ class Workflow(Generic[InputT, OutputT]):
         if self.input_adapter is not None:
             value = self.input_adapter.validate_python(input)
         text = to_json(value, what=f"input of workflow {self.name!r}", adapter=self.input_adapter)
-        return PreparedRun(self.name, text, RunOptions(**options), self.output_adapter)
+        return PreparedRun(self.name, text, RunOptions(**options), self)
 
     async def run(
         self,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import os
 import signal
 import sys
+import threading
 from datetime import timedelta
 from pathlib import Path
 
@@ -65,6 +67,23 @@ def worker(
     except WorkpoolError as error:
         click.echo(f"workpool: {error}", err=True)
         sys.exit(2)
+    _exit_past_stuck_handlers()
+
+
+def _exit_past_stuck_handlers() -> None:
+    """Exit now if sync handlers still run in threads after the shutdown grace.
+
+    Their leases were handed back and every outcome written; only Python's join of
+    executor threads at exit would keep the process alive until they return.
+    """
+    if any(
+        thread.name.startswith("workpool-handler") and thread.is_alive()
+        for thread in threading.enumerate()
+    ):
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
 
 
 async def _serve(pool: Workpool, process: Worker) -> None:

@@ -1,0 +1,61 @@
+"""The pool that worker processes load in the multi-process tests.
+
+Every execution appends one line to the file named by ``WORKPOOL_TEST_LOG``, so the
+test can check what ran where, how often and in what order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from datetime import timedelta
+
+from workpool import NonRetriableError, OnComplete, RetryPolicy, RunContext, Workpool
+
+pool = Workpool(app="tests")
+
+QUICK_RETRY = RetryPolicy(max_attempts=3, initial_backoff=timedelta(milliseconds=20))
+
+
+def log(*fields: object) -> None:
+    """Append one line to the shared log (O_APPEND writes of one line do not interleave)."""
+    line = " ".join(str(field) for field in fields) + "\n"
+    with open(os.environ["WORKPOOL_TEST_LOG"], "a") as handle:
+        handle.write(line)
+
+
+@pool.workflow(retries=QUICK_RETRY)
+async def chore(ctx: RunContext, number: int) -> int:
+    """Fails always when number % 25 == 0, on its first attempt when number % 10 == 0."""
+    if number % 25 == 0:
+        log("run", ctx.run_id, ctx.attempt, "error", os.getpid())
+        raise ValueError(f"chore {number} always fails")
+    if number % 10 == 0 and ctx.attempt == 1:
+        log("run", ctx.run_id, ctx.attempt, "error", os.getpid())
+        raise ConnectionError(f"chore {number} fails once")
+    log("run", ctx.run_id, ctx.attempt, "success", os.getpid())
+    return number
+
+
+@pool.workflow()
+async def completed(ctx: RunContext, event: OnComplete) -> None:
+    """on_complete target: records which run ended, and how."""
+    log("hook", event.run_id, event.result.status, os.getpid())
+
+
+@pool.workflow()
+def sleepy(ctx: RunContext, seconds: float) -> float:
+    """Announces its start, then sleeps."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    time.sleep(seconds)
+    log("done", ctx.run_id, ctx.attempt, os.getpid())
+    return seconds
+
+
+@pool.workflow()
+async def poison(ctx: RunContext, value: int) -> None:
+    """Kills the worker process that runs it, every time."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise NonRetriableError("unreachable")

@@ -1,0 +1,181 @@
+"""Real worker processes: many at once, killed, poisoned, and shut down gracefully."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration import process_app
+from workpool import RunHandle, Workpool
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Starts worker processes of ``process_app`` against one backend; kills them at exit."""
+
+    def __init__(self, url: str, log_path: Path) -> None:
+        self.url = url
+        self.log_path = log_path
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "WORKPOOL_URL": self.url, "WORKPOOL_TEST_LOG": str(self.log_path)}
+        command = [sys.executable, "-m", "workpool", "worker", "tests.integration.process_app:pool"]
+        process = subprocess.Popen(
+            [*command, "--log-level", "WARNING", *extra],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+        )
+        self.processes.append(process)
+        return process
+
+    def lines(self, kind: str) -> list[list[str]]:
+        if not self.log_path.exists():
+            return []
+        rows = [line.split() for line in self.log_path.read_text().splitlines()]
+        return [row[1:] for row in rows if row and row[0] == kind]
+
+    async def wait_for_line(self, kind: str, run_id: str, count: int = 1) -> None:
+        for _ in range(400):
+            if sum(1 for row in self.lines(kind) if row[0] == run_id) >= count:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no {kind!r} line for run {run_id} within 20 s")
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+
+
+@pytest.fixture
+def workers(backend_url: str, tmp_path: Path) -> Iterator[Workers]:
+    started = Workers(backend_url, tmp_path / "executions.log")
+    yield started
+    started.stop_all()
+
+
+async def enqueue_chores(pool: Workpool, count: int) -> list[RunHandle[int]]:
+    handles: list[RunHandle[int]] = []
+    for start in range(0, count, 500):
+        batch = [
+            process_app.chore.prepare(n, on_complete="completed", context=n)
+            for n in range(start, min(start + 500, count))
+        ]
+        handles.extend(await pool.enqueue_many(batch))
+    return handles
+
+
+def expected_outcome(number: int) -> tuple[str, int]:
+    if number % 25 == 0:
+        return "failed", 3
+    if number % 10 == 0:
+        return "succeeded", 2
+    return "succeeded", 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_three_workers_two_thousand_runs(workers: Workers, backend_url: str) -> None:
+    pool = Workpool(backend_url)
+    runs = 2000
+    for _ in range(3):
+        workers.start("--concurrency", "20", "--lease-seconds", "5", "--renew-seconds", "0.5")
+    handles = await enqueue_chores(pool, runs)
+    for _ in range(1200):
+        if len(workers.lines("hook")) >= runs:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)  # a duplicate hook, if any, would land now
+    hooks = collections.Counter(row[0] for row in workers.lines("hook"))
+    assert len(hooks) == runs
+    assert set(hooks.values()) == {1}, "an on_complete ran more than once"
+    executions: dict[str, list[tuple[int, str]]] = collections.defaultdict(list)
+    for run_id, attempt, outcome, _pid in workers.lines("run"):
+        executions[run_id].append((int(attempt), outcome))
+    pids = {row[3] for row in workers.lines("run")}
+    assert len(pids) == 3, "every worker process took part"
+    for number, handle in enumerate(handles):
+        run = await pool.get_run(handle.id)
+        status, attempts = expected_outcome(number)
+        assert (run.status, run.attempts) == (status, attempts), number
+        outcomes = [outcome for _, outcome in sorted(executions[handle.id])]
+        assert len(outcomes) == attempts
+        assert "success" not in outcomes[:-1], "a run was executed after it succeeded"
+        hook_run = await pool.get_run(f"{handle.id}-0")
+        assert hook_run.status == "succeeded"
+        assert hook_run.input["result"]["status"] == status
+        assert hook_run.input["context"] == number
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_killed_worker_run_is_completed_by_another(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    first = workers.start("--lease-seconds", "1", "--renew-seconds", "0.2")
+    (handle,) = await pool.enqueue_many([process_app.sleepy.prepare(0.5)])
+    await workers.wait_for_line("start", handle.id)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    workers.start("--lease-seconds", "1", "--renew-seconds", "0.2")
+    assert await handle.result(timeout=30) == 0.5
+    run = await pool.get_run(handle.id)
+    assert (run.status, run.attempts) == ("succeeded", 2)
+    assert [row[1] for row in workers.lines("done") if row[0] == handle.id] == ["2"]
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_run_that_kills_every_worker_ends_failed(workers: Workers, backend_url: str) -> None:
+    pool = Workpool(backend_url)
+    (handle,) = await pool.enqueue_many([process_app.poison.prepare(0)])
+    for _ in range(6):
+        process = workers.start("--lease-seconds", "1", "--renew-seconds", "0.2")
+        for _ in range(400):
+            if process.poll() is not None or (await pool.get_run(handle.id)).finished:
+                break
+            await asyncio.sleep(0.05)
+        if (await pool.get_run(handle.id)).finished:
+            break
+    run = await pool.get_run(handle.id)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert run.error.type == "WorkerLostError"
+    assert "3" in run.error.message
+    assert len(workers.lines("start")) == 3
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_sigterm_finishes_short_runs_and_hands_back_long_ones(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    first = workers.start("--shutdown-grace", "1", "--lease-seconds", "30")
+    short, long = await pool.enqueue_many(
+        [process_app.sleepy.prepare(0.3), process_app.sleepy.prepare(60)]
+    )
+    await workers.wait_for_line("start", short.id)
+    await workers.wait_for_line("start", long.id)
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=20) == 0
+    assert (await pool.get_run(short.id)).status == "succeeded"
+    assert (await pool.get_run(long.id)).status == "queued"
+    workers.start("--lease-seconds", "30")
+    await workers.wait_for_line("start", long.id, count=2)
+    assert (await pool.get_run(long.id)).attempts == 2
+    await long.cancel()
+    await pool.aclose()
