@@ -29,6 +29,7 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 def open_connection(path: Path) -> sqlite3.Connection:
     """Connect to ``path`` (created if missing), configure it and migrate the schema."""
+    # timeout= sets the busy timeout; isolation_level=None: we issue BEGIN/COMMIT ourselves.
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     try:
         connection.row_factory = sqlite3.Row
