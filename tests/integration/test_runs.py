@@ -246,3 +246,17 @@ async def test_result_timeout_only_stops_the_wait(pool: Workpool) -> None:
         with pytest.raises(TimeoutError):
             await handle.result(timeout=0.05)
         assert await handle.result(timeout=10) == 1
+
+
+async def test_retry_starts_at_its_time_even_when_the_worker_idles(pool: Workpool) -> None:
+    @pool.workflow(retries=RetryPolicy(max_attempts=2, initial_backoff=timedelta(milliseconds=50)))
+    async def flaky_once(ctx: RunContext, value: int) -> int:
+        if ctx.attempt == 1:
+            raise ConnectionError("first attempt fails")
+        return value
+
+    async with fast_worker(pool):
+        await flaky_once.run(0, run_after=timedelta(minutes=10))  # the worker's next wake-up
+        await asyncio.sleep(0.2)
+        handle = await flaky_once.run(7)
+        assert await handle.result(timeout=1) == 7

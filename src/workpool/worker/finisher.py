@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from workpool.backends.base import Backend, Finish
@@ -30,9 +31,15 @@ class Finisher:
     """
 
     def __init__(
-        self, backend: Backend, active: ActiveRuns, pool: Workpool, env: Execution
+        self,
+        backend: Backend,
+        active: ActiveRuns,
+        pool: Workpool,
+        env: Execution,
+        on_retry_scheduled: Callable[[], None],
     ) -> None:
         self._backend = backend
+        self._on_retry_scheduled = on_retry_scheduled
         self._active = active
         self._pool = pool
         self._env = env
@@ -79,6 +86,8 @@ class Finisher:
         for (entry, finish), written in zip(batch, applied, strict=True):
             self._active.remove(entry)
             self._report(entry, finish, written)
+        if any(finish.status == "retry" for finish in finishes):
+            self._on_retry_scheduled()
 
     def _report(self, entry: ActiveRun, finish: Finish, written: bool) -> None:
         if not written:

@@ -43,6 +43,7 @@ class Worker:
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active = ActiveRuns()
         self._stopping = asyncio.Event()
+        self._nudged = asyncio.Event()
         self._threads = ThreadPoolExecutor(
             max_workers=options.concurrency, thread_name_prefix="workpool-handler"
         )
@@ -61,7 +62,7 @@ class Worker:
     async def run(self) -> None:
         """Work until stopped; then shut down gracefully."""
         backend = await self.pool.backend()
-        finisher = Finisher(backend, self._active, self.pool, self._env)
+        finisher = Finisher(backend, self._active, self.pool, self._env, self._nudged.set)
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
@@ -100,6 +101,7 @@ class Worker:
                 await self._until_stopping(self._active.wait_for_free_slot())
                 continue
             now = self.pool.clock.now()
+            self._nudged.clear()
             try:
                 result = await backend.claim(
                     self.options.queues,
@@ -127,15 +129,20 @@ class Worker:
         return max(0.0, min(longest, next_wake_at - self.pool.clock.now()))
 
     async def _until_stopping(self, awaitable: Awaitable[object]) -> None:
-        """Await ``awaitable`` unless the worker starts stopping first.
+        """Await ``awaitable`` unless the worker starts stopping (or is nudged) first.
+
+        The finisher nudges the claimer when it schedules a retry, which may be due
+        before the wake-up time the claimer knew of.
 
         A backend error while waiting is logged and followed by a pause, not raised:
         the claim loop carries on once the backend is back.
         """
         waiter = asyncio.ensure_future(awaitable)
         stop = asyncio.ensure_future(self._stopping.wait())
-        await asyncio.wait([waiter, stop], return_when=asyncio.FIRST_COMPLETED)
+        nudge = asyncio.ensure_future(self._nudged.wait())
+        await asyncio.wait([waiter, stop, nudge], return_when=asyncio.FIRST_COMPLETED)
         stop.cancel()
+        nudge.cancel()
         if not waiter.done():
             waiter.cancel()
             return

@@ -1,0 +1,119 @@
+"""Order processing on workpool's embedded SQLite default: `make demo`.
+
+Shows a flaky step retried with backoff, an on_complete callback, a delayed run, a
+cancel, and status/result reads, printing what happens as it happens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from workpool import (
+    OnComplete,
+    RetryPolicy,
+    RunCanceledError,
+    RunContext,
+    RunFailedError,
+    Success,
+    Workpool,
+)
+
+STARTED = time.monotonic()
+
+
+def say(message: str) -> None:
+    """Print one event with the seconds since the demo started."""
+    print(f"[{time.monotonic() - STARTED:5.2f}s] {message}", flush=True)
+
+
+class Order(BaseModel):
+    order_id: str
+    customer: str
+    amount_cents: int
+
+
+class Receipt(BaseModel):
+    order_id: str
+    charged_cents: int
+    attempts: int
+
+
+directory = Path(tempfile.mkdtemp(prefix="workpool-demo-"))
+pool = Workpool(f"sqlite:///{directory}/orders.db", app="orders-demo")
+
+
+@pool.workflow(retries=RetryPolicy(max_attempts=4, initial_backoff=timedelta(milliseconds=200)))
+async def charge_card(ctx: RunContext, order: Order) -> Receipt:
+    """Charges the card; the payment gateway times out on the first two attempts."""
+    say(f"charge_card  {order.order_id}: attempt {ctx.attempt}")
+    if ctx.attempt <= 2:
+        raise ConnectionError("payment gateway timed out")
+    return Receipt(order_id=order.order_id, charged_cents=order.amount_cents, attempts=ctx.attempt)
+
+
+@pool.workflow()
+async def order_settled(ctx: RunContext, event: OnComplete) -> None:
+    """on_complete callback: runs once when a charge ends, however it ends."""
+    outcome = event.result
+    detail = f"charged {outcome.output['charged_cents']} cents" if isinstance(outcome, Success) else ""
+    say(f"order_settled {event.context['order_id']}: charge {outcome.status} {detail}")
+
+
+@pool.workflow()
+def send_review_request(ctx: RunContext, customer: str) -> str:
+    """A plain (sync) function, run in a thread: asks for a review a little later."""
+    say(f"send_review_request: emailing {customer}")
+    return f"review request sent to {customer}"
+
+
+@pool.workflow()
+async def abandoned_cart_reminder(ctx: RunContext, customer: str) -> None:
+    """Scheduled for later, then canceled: never runs."""
+    say(f"abandoned_cart_reminder: {customer} (this line should never print)")
+
+
+async def main() -> None:
+    say(f"store: {directory}/orders.db (SQLite, no server)")
+    async with pool.worker(concurrency=8):
+        order = Order(order_id="A-1001", customer="ada@example.com", amount_cents=4200)
+        charge = await charge_card.run(
+            order, on_complete=order_settled, context={"order_id": order.order_id}
+        )
+        say(f"enqueued charge_card {charge.id}")
+        review = await send_review_request.run(order.customer, run_after=timedelta(seconds=2))
+        say(f"enqueued send_review_request to start in 2 s: {await review.status()}")
+        reminder = await abandoned_cart_reminder.run(order.customer, run_after=timedelta(hours=1))
+        await reminder.cancel(reason="customer completed checkout")
+        say(f"canceled abandoned_cart_reminder: {await reminder.status()}")
+
+        receipt = await charge.result(timeout=15)
+        say(f"charge_card result: {receipt}")
+        say(f"charge_card status: {await charge.status()}")
+        say(f"send_review_request result: {await review.result(timeout=15)}")
+        try:
+            await reminder.result(timeout=1)
+        except RunCanceledError as error:
+            say(f"reminder result: {error}")
+        except RunFailedError as error:  # not expected; shown for completeness
+            say(f"reminder failed: {error}")
+        await asyncio.sleep(0.3)  # let the on_complete callback print
+    await summary(charge.id, review.id, reminder.id)
+    await pool.aclose()
+
+
+async def summary(*run_ids: str) -> None:
+    """One line per run: workflow, final state, attempts."""
+    say("summary:")
+    for run_id in (*run_ids, f"{run_ids[0]}-0"):
+        run = await pool.get_run(run_id)
+        print(f"    {run.workflow:<24} {run.status:<10} attempts={run.attempts}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
