@@ -1,0 +1,52 @@
+"""The public API is exactly what __init__ exports."""
+
+from __future__ import annotations
+
+import workpool
+
+EXPECTED = {
+    "Workpool",
+    "Workflow",
+    "PreparedRun",
+    "RetryPolicy",
+    "RunContext",
+    "RunHandle",
+    "Run",
+    "RunError",
+    "RunStatus",
+    "Pending",
+    "Running",
+    "Finished",
+    "RunResult",
+    "Success",
+    "Failure",
+    "Canceled",
+    "OnComplete",
+    "Worker",
+    "WorkerOptions",
+    "WorkpoolError",
+    "ConfigurationError",
+    "BackendUnavailableError",
+    "PayloadError",
+    "UnknownWorkflowError",
+    "RunNotFoundError",
+    "CorruptRecordError",
+    "NonRetriableError",
+    "RunFailedError",
+    "RunCanceledError",
+    "CancelRequestedError",
+}
+
+
+def test_exports_are_pinned() -> None:
+    assert set(workpool.__all__) == EXPECTED
+    assert len(workpool.__all__) == len(EXPECTED)
+
+
+def test_every_export_exists_and_errors_share_one_root() -> None:
+    for name in workpool.__all__:
+        assert hasattr(workpool, name), name
+    for name in EXPECTED:
+        value = getattr(workpool, name)
+        if isinstance(value, type) and issubclass(value, Exception):
+            assert issubclass(value, workpool.WorkpoolError), name
