@@ -151,3 +151,21 @@ async def test_unreadable_record_names_run_and_field(
     await raw.hdel(keys.run("bad"), "input")
     with pytest.raises(CorruptRecordError, match=r"bad.*input"):
         await redis_backend.get_run("bad")
+
+
+async def test_close_ends_a_pending_wait_quietly(backend_url: str) -> None:
+    backend = await RedisBackend.open(backend_url, prefix="closing")
+    waiting = asyncio.create_task(backend.wait_for_work(["q"], 30))
+    await asyncio.sleep(0.05)
+    await backend.close()
+    await asyncio.wait_for(waiting, timeout=5)
+
+
+async def test_claim_returns_more_runs_than_a_lua_unpack_could(
+    redis_backend: RedisBackend,
+) -> None:
+    count = 9000
+    await redis_backend.enqueue([a_run(f"many{i}") for i in range(count)], NOW)
+    claimed = await redis_backend.claim(["q"], "w", count, 30, 3, NOW)
+    assert len(claimed.runs) == count
+    assert claimed.next_wake_at == NOW + 30

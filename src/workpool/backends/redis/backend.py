@@ -33,6 +33,9 @@ CONNECT_TIMEOUT = 10.0
 COMMAND_TIMEOUT = 30.0
 """Seconds to wait for the reply of a non-blocking command."""
 
+LONGEST_WAIT = 24 * 3600.0
+"""Seconds: longer waits are cut to this (callers may be woken early anyway)."""
+
 NETWORK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
@@ -52,6 +55,7 @@ class RedisBackend:
         self._blocking_pool = blocking_pool
         self._keys = Keys(prefix)
         self._scripts = Scripts(client, self._keys.tag)
+        self._closed = False
 
     @classmethod
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
@@ -160,21 +164,25 @@ class RedisBackend:
         if not queues or timeout < 0.001:
             return
         signals = [self._keys.signal(queue) for queue in queues]
+        seconds = min(timeout, LONGEST_WAIT)
         # redis-py leaves get_connection unannotated.
         connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
         try:
-            await connection.send_command("BLPOP", *signals, f"{timeout:.3f}")
+            await connection.send_command("BLPOP", *signals, f"{seconds:.3f}")
             await connection.read_response()
         except BaseException as error:
             # Cancelled or failed mid-command: the reply may still arrive, so the
             # connection cannot be reused. Drop it; the pool will open a fresh one.
             await connection.disconnect(nowait=True)
-            if isinstance(error, NETWORK_ERRORS):
+            if not isinstance(error, NETWORK_ERRORS):
+                raise
+            # After close() the cut connection is a spurious wake, not an outage.
+            if not self._closed:
                 raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-            raise
         finally:
             await self._blocking_pool.release(connection)
 
     async def close(self) -> None:
+        self._closed = True
         await self._client.aclose()
         await self._blocking_pool.disconnect()

@@ -53,7 +53,7 @@ local function reap(queue, budget)
   return budget - #expired
 end
 
-local function take(queue, count, claimed)
+local function take(queue, count, reply)
   local popped = redis.call('ZPOPMIN', queue_key(queue, 'ready'), count)
   for i = 1, #popped, 2 do
     local run_id = popped[i]
@@ -64,8 +64,8 @@ local function take(queue, count, claimed)
     redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
     local run = redis.call('HMGET', key, 'workflow', 'queue', 'input', 'retry',
       'created_at', 'available_at')
-    claimed[#claimed + 1] = { run_id, token, attempt, run[1], run[2], run[3], run[4],
-      run[5], run[6] }
+    reply[#reply + 1] = { run_id, token, attempt, run[1], run[2], run[3], run[4], run[5],
+      run[6] }
   end
 end
 
@@ -84,10 +84,11 @@ for _, queue in ipairs(queues) do
   reap_budget = reap(queue, reap_budget)
 end
 
-local claimed = {}
+local reply = { false } -- reply[1]: next_wake_at, set below; claimed runs follow
 local next_wake_at = nil
 for _, queue in ipairs(queues) do
-  if #claimed < limit then take(queue, limit - #claimed, claimed) end
+  local claimed = #reply - 1
+  if claimed < limit then take(queue, limit - claimed, reply) end
   -- Work is left: wake another idle worker.
   if redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
     wake(queue)
@@ -95,4 +96,5 @@ for _, queue in ipairs(queues) do
   next_wake_at = earliest(queue_key(queue, 'scheduled'), next_wake_at)
   next_wake_at = earliest(queue_key(queue, 'leases'), next_wake_at)
 end
-return { next_wake_at or false, unpack(claimed) }
+reply[1] = next_wake_at or false
+return reply

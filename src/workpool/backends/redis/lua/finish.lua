@@ -31,7 +31,7 @@ local function apply(finish)
     end_run(finish.run_id, 'succeeded', now, fields)
     return 1
   end
-  if finish.error then
+  if finish.error and finish.status ~= 'canceled' then
     redis.call('HSET', key, 'error', finish.error)
   end
   if run[3] == '1' then
