@@ -61,7 +61,9 @@ async def charge_card(ctx: RunContext, order: Order) -> Receipt:
 async def order_settled(ctx: RunContext, event: OnComplete) -> None:
     """on_complete callback: runs once when a charge ends, however it ends."""
     outcome = event.result
-    detail = f"charged {outcome.output['charged_cents']} cents" if isinstance(outcome, Success) else ""
+    detail = ""
+    if isinstance(outcome, Success):
+        detail = f"charged {outcome.output['charged_cents']} cents"
     say(f"order_settled {event.context['order_id']}: charge {outcome.status} {detail}")
 
 
