@@ -24,9 +24,20 @@ def a_run(run_id: str, available_at: float = NOW, **fields: Any) -> NewRun:
     )
 
 
-async def test_malformed_url_is_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="malformed Redis URL"):
-        await RedisBackend.open("redis://localhost:not-a-port/0")
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:not-a-port/0",
+        "redis://localhost/zero",
+        "redis://[::1",
+        "redis://localhost?db=x",
+        "redis://:s3cret@localhost:6379/first",
+    ],
+)
+async def test_malformed_url_is_a_configuration_error(url: str) -> None:
+    with pytest.raises(ConfigurationError, match="malformed Redis URL") as raised:
+        await RedisBackend.open(url)
+    assert "s3cret" not in str(raised.value)
 
 
 async def test_bad_prefix_is_a_configuration_error(redis_server_url: str) -> None:

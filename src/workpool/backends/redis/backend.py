@@ -39,11 +39,31 @@ LONGEST_WAIT = 24 * 3600.0
 NETWORK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
+URL_FORMAT = "write redis://[[user]:password@]host[:port][/db], or rediss:// for TLS"
+
+
 def describe_url(url: str) -> str:
-    """The URL without user name or password, safe to show in messages and logs."""
-    parts = urlsplit(url)
-    address = parts.netloc.rpartition("@")[2]
-    return f"{parts.scheme}://{address}{parts.path}"
+    """The URL without user name, password or query, safe to show in messages and logs."""
+    scheme, _, rest = url.partition("://")
+    location = rest.split("?", 1)[0].split("#", 1)[0]
+    return f"{scheme}://{location.rpartition('@')[2]}"
+
+
+def check_url(url: str) -> None:
+    """Raise ConfigurationError for a URL redis-py would misread or reject."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - parsed lazily; raises ValueError when not a number
+    except ValueError as error:
+        raise ConfigurationError(
+            f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
+        ) from None
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        raise ConfigurationError(
+            f"malformed Redis URL {describe_url(url)!r}: database {database!r} is not a "
+            f"number; {URL_FORMAT}"
+        )
 
 
 class RedisBackend:
@@ -61,6 +81,7 @@ class RedisBackend:
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
         """Connect, check the server answers, and register the scripts."""
         check_prefix(prefix)
+        check_url(url)
         try:
             client = Redis.from_url(
                 url,
@@ -74,8 +95,7 @@ class RedisBackend:
             )
         except ValueError as error:
             raise ConfigurationError(
-                f"malformed Redis URL {describe_url(url)!r}: {error}; "
-                "write redis://[[user]:password@]host[:port][/db] or rediss:// for TLS"
+                f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
         backend = cls(client, blocking_pool, prefix)
         try:
