@@ -186,6 +186,18 @@ async def test_cancel_many_by_creation_time(backend: Backend, clock: ManualClock
     assert [await status_of(backend, run_id) for run_id in new] == ["queued"] * 3
 
 
+async def test_cancel_many_before_is_strict(backend: Backend, clock: ManualClock) -> None:
+    start = clock.now()
+    earlier = await enqueue(backend, new_run(start), start)
+    at_bound = await enqueue(backend, new_run(start + 1), start + 1)
+    later = await enqueue(backend, new_run(start + 1.5), start + 1.5)
+
+    assert await _cancel_all(backend, start + 1, None, 10, start + 2) == [1]
+
+    statuses = [await status_of(backend, run_id) for run_id in (earlier, at_bound, later)]
+    assert statuses == ["canceled", "queued", "queued"]
+
+
 async def test_cancel_many_with_both_filters(backend: Backend, clock: ManualClock) -> None:
     start = clock.now()
     target = await enqueue(backend, new_run(start, workflow="a"), start)
