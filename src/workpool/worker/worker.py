@@ -140,11 +140,12 @@ class Worker:
         waiter = asyncio.ensure_future(awaitable)
         stop = asyncio.ensure_future(self._stopping.wait())
         nudge = asyncio.ensure_future(self._nudged.wait())
-        await asyncio.wait([waiter, stop, nudge], return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
-        nudge.cancel()
-        if not waiter.done():
-            waiter.cancel()
+        try:
+            await asyncio.wait([waiter, stop, nudge], return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when this task itself is cancelled: leave no waiter behind
+            for task in (waiter, stop, nudge):
+                task.cancel()
+        if not waiter.done() or waiter.cancelled():
             return
         error = waiter.exception()
         if error is not None:
