@@ -10,7 +10,9 @@ awaiting task is cancelled, its transaction still completes (or rolls back) in t
 from __future__ import annotations
 
 import asyncio
+import random
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,7 +30,23 @@ BUSY_TIMEOUT_SECONDS = 30.0
 
 
 def open_connection(path: Path) -> sqlite3.Connection:
-    """Connect to ``path`` (created if missing), configure it and migrate the schema."""
+    """Connect to ``path`` (created if missing), configure it and migrate the schema.
+
+    Several processes opening a new file at once can get "database is locked" from
+    the switch to WAL mode, which SQLite does not route through the busy timeout;
+    the whole open is then tried again, for up to the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            return _open_once(path)
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(random.uniform(0.005, 0.05))
+
+
+def _open_once(path: Path) -> sqlite3.Connection:
     # timeout= sets the busy timeout; isolation_level=None: we issue BEGIN/COMMIT ourselves.
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     try:
