@@ -251,7 +251,8 @@ class Backend(Protocol):
         - ``retry``: store error, become ``scheduled`` at ``retry_at`` (or ``queued``
           if ``retry_at <= now``), lease dropped.
         If cancel was requested for the run, ``failed``, ``canceled`` and ``retry``
-        all end ``canceled`` (with the cancel reason); ``succeeded`` stays succeeded.
+        all end ``canceled`` (with the cancel reason, and the entry's error, if any,
+        stored as the last failure); ``succeeded`` stays succeeded.
         Terminal outcomes fire hooks.
         """
         ...
@@ -267,9 +268,10 @@ class Backend(Protocol):
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """Cancel one run in ONE operation.
 
-        ``queued``/``scheduled``: end ``canceled`` now, store the reason, fire hooks,
-        return ``"canceled"``. ``running``: set ``cancel_requested`` and the reason,
-        return ``"requested"`` (the lease holder learns of it on its next renew).
+        ``queued``/``scheduled``: set ``cancel_requested``, end ``canceled`` now, store
+        the reason, fire hooks, return ``"canceled"``. ``running``: set
+        ``cancel_requested`` and the reason, return ``"requested"`` (the lease holder
+        learns of it on its next renew); a second cancel keeps the first reason.
         Terminal: change nothing, return ``"finished"``. Unknown id: ``"not_found"``.
         """
         ...

@@ -161,7 +161,7 @@ class Operations:
         if entry.status == "succeeded":
             self._end(run_id, "succeeded", now, output=entry.output)
         elif records.flag(held, "cancel_requested"):
-            self._end(run_id, "canceled", now)
+            self._end(run_id, "canceled", now, error=entry.error)
         elif entry.status == "retry":
             retry_at = now if entry.retry_at is None else entry.retry_at
             self._execute("retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now)

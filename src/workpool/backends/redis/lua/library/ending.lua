@@ -59,7 +59,7 @@ local TERMINAL = { succeeded = true, failed = true, canceled = true }
 -- Cancel one run as Backend.cancel describes; returns the CancelResult string.
 local function cancel_one(run_id, reason, now)
   local key = run_key(run_id)
-  local run = redis.call('HMGET', key, 'status', 'workflow')
+  local run = redis.call('HMGET', key, 'status', 'workflow', 'cancel_requested')
   local status = run[1]
   if not status then
     return 'not_found'
@@ -67,12 +67,15 @@ local function cancel_one(run_id, reason, now)
   if TERMINAL[status] then
     return 'finished'
   end
+  if run[3] == '1' then
+    return 'requested'  -- already requested: the first reason given is kept
+  end
   if reason then
     redis.call('HSET', key, 'cancel_reason', reason)
   end
+  redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
     -- A cancel-requested run is no longer selectable by cancel_many.
-    redis.call('HSET', key, 'cancel_requested', '1')
     redis.call('ZREM', cancelable_key(), run_id)
     redis.call('ZREM', workflow_cancelable_key(run[2]), run_id)
     return 'requested'
