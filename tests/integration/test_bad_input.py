@@ -17,6 +17,7 @@ from workpool import (
     CorruptRecordError,
     PayloadError,
     RunContext,
+    RunFailedError,
     UnknownWorkflowError,
     Workpool,
 )
@@ -117,3 +118,31 @@ async def test_corrupt_record_gives_a_clear_error_and_fails_only_that_run(
     assert record.status == "failed"
     assert record.error is not None
     assert "CorruptRecordError" in record.error
+
+
+def corrupt_stored_retry(url: str, run_id: str) -> None:
+    """Overwrite a run's retry policy with text that is not JSON."""
+    if url.startswith("sqlite"):
+        with sqlite3.connect(sqlite_path(url)) as connection:
+            connection.execute("UPDATE runs SET retry = '{broken' WHERE id = ?", (run_id,))
+        return
+    client = redis.Redis.from_url(url)
+    try:
+        client.hset(Keys("workpool").run(run_id), "retry", "{broken")
+    finally:
+        client.close()
+
+
+async def test_corrupt_retry_policy_fails_the_run_clearly(pool: Workpool, backend_url: str) -> None:
+    @pool.workflow(retries=True)
+    async def failing(ctx: RunContext, value: int) -> int:
+        raise ValueError("handler failed")
+
+    handle = await failing.run(1)
+    corrupt_stored_retry(backend_url, handle.id)
+    async with fast_worker(pool):
+        with pytest.raises(RunFailedError) as failure:
+            await handle.result(timeout=10)
+    assert failure.value.error.type == "CorruptRecordError"
+    assert "retry policy" in failure.value.error.message
+    assert "handler failed" in failure.value.error.message

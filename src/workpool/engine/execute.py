@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
-from workpool.errors import CorruptRecordError, NonRetriableError, PayloadError
+from workpool.errors import CorruptRecordError, NonRetriableError, PayloadError, WorkpoolError
 from workpool.options import RetryPolicy
 from workpool.retry import backoff_seconds, should_retry
 from workpool.serialization import check_size
@@ -86,7 +86,16 @@ async def _call(workflow: Workflow[Any, Any], ctx: RunContext, value: Any, env: 
 
 
 def _failure(claimed: ClaimedRun, error: Exception, env: Execution) -> Finish:
-    policy = RetryPolicy.from_json(json.loads(claimed.retry)) if claimed.retry else None
+    try:
+        policy = RetryPolicy.from_json(json.loads(claimed.retry)) if claimed.retry else None
+    except (ValueError, KeyError, TypeError, WorkpoolError) as corrupt:
+        return permanent_failure(
+            claimed,
+            CorruptRecordError(
+                f"run {claimed.lease.run_id}: stored retry policy is unreadable ({corrupt}); "
+                f"the attempt failed with {type(error).__name__}: {error}"
+            ),
+        )
     if policy is None or not should_retry(policy, claimed.attempt):
         return permanent_failure(claimed, error)
     retry_at = env.now() + backoff_seconds(policy, claimed.attempt, env.rng)
