@@ -83,15 +83,16 @@ async def test_bad_names_and_options_are_refused(pool: Workpool) -> None:
         pool.workflow(name="take")(take.handler)
 
 
-def corrupt_stored_input(url: str, run_id: str) -> None:
-    """Overwrite a run's input with text that is not JSON, behind workpool's back."""
+def corrupt_stored_field(url: str, run_id: str, field: str) -> None:
+    """Overwrite one stored field of a run with text that is not JSON, behind workpool's back."""
     if url.startswith("sqlite"):
+        assert field in ("input", "retry")  # column names cannot be bound as parameters
         with sqlite3.connect(sqlite_path(url)) as connection:
-            connection.execute("UPDATE runs SET input = '{broken' WHERE id = ?", (run_id,))
+            connection.execute(f"UPDATE runs SET {field} = '{{broken' WHERE id = ?", (run_id,))
         return
     client = redis.Redis.from_url(url)
     try:
-        client.hset(Keys("workpool").run(run_id), "input", "{broken")
+        client.hset(Keys("workpool").run(run_id), field, "{broken")
     finally:
         client.close()
 
@@ -105,7 +106,7 @@ async def test_corrupt_record_gives_a_clear_error_and_fails_only_that_run(
 
     damaged = await echo.run(1)
     healthy = await echo.run(2)
-    corrupt_stored_input(backend_url, damaged.id)
+    corrupt_stored_field(backend_url, damaged.id, "input")
     with pytest.raises(CorruptRecordError, match=damaged.id):
         await pool.get_run(damaged.id)
     async with fast_worker(pool):
@@ -120,26 +121,13 @@ async def test_corrupt_record_gives_a_clear_error_and_fails_only_that_run(
     assert "CorruptRecordError" in record.error
 
 
-def corrupt_stored_retry(url: str, run_id: str) -> None:
-    """Overwrite a run's retry policy with text that is not JSON."""
-    if url.startswith("sqlite"):
-        with sqlite3.connect(sqlite_path(url)) as connection:
-            connection.execute("UPDATE runs SET retry = '{broken' WHERE id = ?", (run_id,))
-        return
-    client = redis.Redis.from_url(url)
-    try:
-        client.hset(Keys("workpool").run(run_id), "retry", "{broken")
-    finally:
-        client.close()
-
-
 async def test_corrupt_retry_policy_fails_the_run_clearly(pool: Workpool, backend_url: str) -> None:
     @pool.workflow(retries=True)
     async def failing(ctx: RunContext, value: int) -> int:
         raise ValueError("handler failed")
 
     handle = await failing.run(1)
-    corrupt_stored_retry(backend_url, handle.id)
+    corrupt_stored_field(backend_url, handle.id, "retry")
     async with fast_worker(pool):
         with pytest.raises(RunFailedError) as failure:
             await handle.result(timeout=10)
