@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from tests.conformance.helpers import BackendFactory, enqueue, new_run
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
@@ -69,3 +71,14 @@ async def test_waits_about_its_timeout_when_nothing_happens(backend: Backend) ->
 
     elapsed = time.monotonic() - started
     assert 0.3 <= elapsed < 5.0
+
+
+@pytest.mark.slow
+async def test_a_wait_longer_than_a_client_read_timeout_returns_quietly(backend: Backend) -> None:
+    # Client libraries time reads out after a few seconds by default (redis-py: 5 s);
+    # an idle worker's wait is longer than that and must not be reported as an outage.
+    started = time.monotonic()
+
+    await backend.wait_for_work(["idle"], 5.5)
+
+    assert time.monotonic() - started >= 5.0

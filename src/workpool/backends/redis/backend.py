@@ -89,7 +89,7 @@ class RedisBackend:
                 socket_connect_timeout=CONNECT_TIMEOUT,
                 socket_timeout=COMMAND_TIMEOUT,
             )
-            # Blocking pops get their own connections, without a read timeout.
+            # Blocking pops get their own connections; each read sets its own timeout.
             blocking_pool = ConnectionPool.from_url(
                 url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT
             )
@@ -189,7 +189,9 @@ class RedisBackend:
         connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
         try:
             await connection.send_command("BLPOP", *signals, f"{seconds:.3f}")
-            await connection.read_response()
+            # The client's default read timeout (5 s in redis-py 8) is shorter than a
+            # long wait; allow the wait plus the usual command time instead.
+            await connection.read_response(timeout=seconds + COMMAND_TIMEOUT)
         except BaseException as error:
             # Cancelled or failed mid-command: the reply may still arrive, so the
             # connection cannot be reused. Drop it; the pool will open a fresh one.
