@@ -60,14 +60,14 @@ class CommandCounter:
 
     def __init__(self, backend: RedisBackend, monkeypatch: pytest.MonkeyPatch) -> None:
         self.names: list[str] = []
-        client = backend._client  # the pool client all script calls go through
-        send = cast(Callable[..., Awaitable[Any]], client.execute_command)
+        link = backend._link  # every command but the blocking wait goes through it
+        send = cast(Callable[..., Awaitable[Any]], link.call)
 
-        async def counting(*args: Any, **options: Any) -> Any:
+        async def counting(*args: Any) -> Any:
             self.names.append(str(args[0]).upper())
-            return await send(*args, **options)
+            return await send(*args)
 
-        monkeypatch.setattr(client, "execute_command", counting)
+        monkeypatch.setattr(link, "call", counting)
 
     def take(self) -> list[str]:
         names, self.names = self.names, []

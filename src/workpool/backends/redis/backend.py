@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from typing import cast, get_args
 from urllib.parse import urlsplit
 
-from redis.asyncio import ConnectionPool, Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workpool.backends.base import (
     CancelResult,
@@ -23,6 +21,7 @@ from workpool.backends.base import (
     RunRecord,
 )
 from workpool.backends.redis import codec
+from workpool.backends.redis.connection import COMMAND_TIMEOUT, NETWORK_ERRORS, CommandLink
 from workpool.backends.redis.keys import Keys, check_prefix
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import BackendUnavailableError, ConfigurationError
@@ -30,14 +29,8 @@ from workpool.errors import BackendUnavailableError, ConfigurationError
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a TCP (and TLS) connection before giving up."""
 
-COMMAND_TIMEOUT = 30.0
-"""Seconds to wait for the reply of a non-blocking command."""
-
 LONGEST_WAIT = 24 * 3600.0
 """Seconds: longer waits are cut to this (callers may be woken early anyway)."""
-
-NETWORK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
-
 
 URL_FORMAT = "write redis://[[user]:password@]host[:port][/db], or rediss:// for TLS"
 
@@ -69,12 +62,12 @@ def check_url(url: str) -> None:
 class RedisBackend:
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
-    def __init__(self, client: Redis, blocking_pool: ConnectionPool, prefix: str) -> None:
-        """Use ``open``; this takes already-configured clients."""
-        self._client = client
+    def __init__(self, link: CommandLink, blocking_pool: ConnectionPool, prefix: str) -> None:
+        """Use ``open``; this takes already-configured connections."""
+        self._link = link
         self._blocking_pool = blocking_pool
         self._keys = Keys(prefix)
-        self._scripts = Scripts(client, self._keys.tag)
+        self._scripts = Scripts(link, self._keys.tag)
         self._closed = False
 
     @classmethod
@@ -83,11 +76,16 @@ class RedisBackend:
         check_prefix(prefix)
         check_url(url)
         try:
-            client = Redis.from_url(
-                url,
-                decode_responses=True,
-                socket_connect_timeout=CONNECT_TIMEOUT,
-                socket_timeout=COMMAND_TIMEOUT,
+            # Commands go one at a time over one connection; the link bounds each
+            # with its own timeout (cheaper than the socket timeout of redis-py).
+            link = CommandLink(
+                ConnectionPool.from_url(
+                    url,
+                    decode_responses=True,
+                    socket_connect_timeout=CONNECT_TIMEOUT,
+                    socket_timeout=None,
+                    socket_keepalive=True,
+                )
             )
             # Blocking pops get their own connections; each read sets its own timeout.
             blocking_pool = ConnectionPool.from_url(
@@ -97,11 +95,11 @@ class RedisBackend:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
-        backend = cls(client, blocking_pool, prefix)
+        backend = cls(link, blocking_pool, prefix)
         try:
-            await client.ping()
+            await link.call("PING")
             await backend._scripts.load()
-        except (RedisError, OSError) as error:
+        except (RedisError, OSError, BackendUnavailableError) as error:
             await backend.close()
             raise BackendUnavailableError(
                 f"cannot reach Redis at {describe_url(url)} ({error}): check that the "
@@ -173,11 +171,13 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        try:
-            fields = cast(dict[str, str], await self._client.hgetall(self._keys.run(run_id)))
-        except NETWORK_ERRORS as error:
-            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-        return codec.decode_run(run_id, fields) if fields else None
+        reply = await self._link.call("HGETALL", self._keys.run(run_id))
+        if not reply:
+            return None
+        fields = (
+            reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
+        )
+        return codec.decode_run(run_id, fields)
 
     async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
         # BLPOP takes its timeout in seconds with millisecond resolution; 0 means forever.
@@ -206,5 +206,5 @@ class RedisBackend:
 
     async def close(self) -> None:
         self._closed = True
-        await self._client.aclose()
+        await self._link.close()
         await self._blocking_pool.disconnect()

@@ -8,16 +8,14 @@ a float) so neither Lua nor Redis rounds them.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
-from redis.asyncio import Redis
-from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import NoScriptError
 
-from workpool.errors import BackendUnavailableError
+from workpool.backends.redis.connection import CommandLink
 
 LIBRARY = ("keys", "waiting", "ending")
 """Library files, in dependency order."""
@@ -40,41 +38,49 @@ def script_source(operation: str) -> str:
     return "\n".join(parts)
 
 
-async def run_script(script: AsyncScript, tag: str, args: Sequence[str | int]) -> Any:
-    """Call a script by SHA (loading it if the server lacks it); map network errors."""
-    try:
-        return await script(keys=[tag], args=args)
-    except (RedisConnectionError, RedisTimeoutError) as error:
-        raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+class Script:
+    """One operation script, called by SHA and loaded again if the server lost it."""
+
+    def __init__(self, link: CommandLink, tag: str, operation: str) -> None:
+        self._link = link
+        self._tag = tag
+        self.source = script_source(operation)
+        self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+
+    async def load(self) -> None:
+        """Register the script on the server."""
+        await self._link.call("SCRIPT", "LOAD", self.source)
+
+    async def __call__(self, args: Sequence[str | int]) -> Any:
+        try:
+            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+        except NoScriptError:  # flushed or restarted server: load, then call again
+            await self.load()
+            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
 
 
 class Scripts:
-    """The registered scripts of one backend, bound to its key prefix tag."""
+    """The scripts of one backend, bound to its key prefix tag."""
 
-    def __init__(self, client: Redis, tag: str) -> None:
-        self._client = client
-        self._tag = tag
-        self._enqueue = client.register_script(script_source("enqueue"))
-        self._claim = client.register_script(script_source("claim"))
-        self._renew = client.register_script(script_source("renew"))
-        self._finish = client.register_script(script_source("finish"))
-        self._release = client.register_script(script_source("release"))
-        self._cancel = client.register_script(script_source("cancel"))
-        self._cancel_many = client.register_script(script_source("cancel_many"))
+    def __init__(self, link: CommandLink, tag: str) -> None:
+        self._enqueue = Script(link, tag, "enqueue")
+        self._claim = Script(link, tag, "claim")
+        self._renew = Script(link, tag, "renew")
+        self._finish = Script(link, tag, "finish")
+        self._release = Script(link, tag, "release")
+        self._cancel = Script(link, tag, "cancel")
+        self._cancel_many = Script(link, tag, "cancel_many")
 
     async def load(self) -> None:
-        """Load every script on the server now (one pipelined round trip), so the first
-        call of each is a plain EVALSHA. A later SCRIPT FLUSH or restart is survived
-        anyway: a call that meets NOSCRIPT loads its script and retries."""
-        scripts = [getattr(self, f"_{operation}") for operation in OPERATIONS]
-        async with self._client.pipeline(transaction=False) as pipe:
-            for script in scripts:
-                pipe.script_load(script.script)
-            await pipe.execute()
+        """Load every script now, so the first call of each is a plain EVALSHA. A later
+        SCRIPT FLUSH or restart is survived anyway: a call that meets NOSCRIPT loads
+        its script and retries."""
+        for operation in OPERATIONS:
+            await getattr(self, f"_{operation}").load()
 
     async def enqueue(self, now: str, runs_json: str) -> list[tuple[str, bool]]:
         """(run id, created) per run, in order."""
-        flat = await run_script(self._enqueue, self._tag, [now, runs_json])
+        flat = await self._enqueue([now, runs_json])
         return [(str(flat[i]), bool(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     async def claim(
@@ -89,7 +95,7 @@ class Scripts:
         """(next wake time or None, claimed rows)."""
         args: list[str | int] = [now, lease_expires_at, worker_id, limit, max_lease_losses]
         args.extend(queues)
-        reply = await run_script(self._claim, self._tag, args)
+        reply = await self._claim(args)
         return reply[0], list(reply[1:])
 
     async def renew(
@@ -97,24 +103,24 @@ class Scripts:
     ) -> tuple[list[str], list[str]]:
         """(lost run ids, cancel-requested run ids)."""
         args = [lease_expires_at, *(part for lease in leases for part in lease)]
-        lost, cancel_requested = await run_script(self._renew, self._tag, args)
+        lost, cancel_requested = await self._renew(args)
         return list(lost), list(cancel_requested)
 
     async def finish(self, now: str, finishes_json: str) -> list[bool]:
         """Whether each finish was applied."""
-        applied = await run_script(self._finish, self._tag, [now, finishes_json])
+        applied = await self._finish([now, finishes_json])
         return [bool(flag) for flag in applied]
 
     async def release(self, now: str, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""
         args = [now, *(part for lease in leases for part in lease)]
-        return int(await run_script(self._release, self._tag, args))
+        return int(await self._release(args))
 
     async def cancel(self, now: str, run_id: str, reason: str | None) -> str:
         """The CancelResult string."""
         args = [now, run_id] if reason is None else [now, run_id, reason]
-        return str(await run_script(self._cancel, self._tag, args))
+        return str(await self._cancel(args))
 
     async def cancel_many(self, now: str, options_json: str) -> int:
         """How many runs were canceled or cancel-requested."""
-        return int(await run_script(self._cancel_many, self._tag, [now, options_json]))
+        return int(await self._cancel_many([now, options_json]))
