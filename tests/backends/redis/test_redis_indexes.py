@@ -81,13 +81,11 @@ async def expected_and_actual_indexes(
             expected[getattr(keys, name)(queue)] = set()
     for workflow in {run["workflow"] for run in runs.values()}:
         expected[keys.workflow_cancelable(workflow)] = set()
-    expected[keys.cancelable()] = set()
     index_of_status = {"queued": keys.ready, "scheduled": keys.scheduled, "running": keys.leases}
     for run_id, run in runs.items():
         if run["status"] in index_of_status:
             expected[index_of_status[run["status"]](run["queue"])].add(run_id)
             if run["cancel_requested"] != "1":
-                expected[keys.cancelable()].add(run_id)
                 expected[keys.workflow_cancelable(run["workflow"])].add(run_id)
     actual = {key: await members(raw, key) for key in expected}
     return expected, actual
@@ -102,6 +100,7 @@ async def test_every_index_agrees_with_run_statuses(
     assert statuses >= {"queued", "scheduled", "running", "succeeded", "failed", "canceled"}
     expected, actual = await expected_and_actual_indexes(raw, keys, runs)
     assert actual == expected
+    assert await raw.smembers(keys.workflows()) == {run["workflow"] for run in runs.values()}
     for run_id, run in runs.items():
         assert ("lease_token" in run) == (run["status"] == "running"), run_id
         assert ("finished_at" in run) == (run["status"] in ("succeeded", "failed", "canceled"))
@@ -116,7 +115,7 @@ async def test_scores_are_available_at_and_created_at(
             score = await raw.zscore(keys.ready(run["queue"]), run_id)
             assert score == float(run["available_at"])
         if run["status"] in ("queued", "scheduled") or run["cancel_requested"] == "0":
-            score = await raw.zscore(keys.cancelable(), run_id)
+            score = await raw.zscore(keys.workflow_cancelable(run["workflow"]), run_id)
             assert score in (None, float(run["created_at"]))
 
 

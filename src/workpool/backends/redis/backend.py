@@ -110,8 +110,13 @@ class RedisBackend:
     async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
         if not runs:
             return []
-        results = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
-        return [Enqueued(run_id=run_id, created=created) for run_id, created in results]
+        skipped = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
+        return [
+            Enqueued(run_id=run.id, created=True)
+            if position not in skipped
+            else Enqueued(run_id=skipped[position], created=False)
+            for position, run in enumerate(runs)
+        ]
 
     async def claim(
         self,

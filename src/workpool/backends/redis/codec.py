@@ -29,28 +29,30 @@ def seconds(value: float) -> str:
     return repr(float(value))
 
 
-def encode_runs(runs: Sequence[NewRun], now: float) -> str:
-    """The JSON batch argument of ``enqueue.lua``."""
-    return json.dumps([_encode_run(run, now) for run in runs], ensure_ascii=False)
-
-
-def _encode_run(run: NewRun, now: float) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "id": run.id,
-        "workflow": run.workflow,
-        "queue": run.queue,
-        "input": run.input,
-        "available_at": seconds(run.available_at),
-    }
-    if run.retry is not None:
-        item["retry"] = run.retry
-    if run.hooks:
-        item["hooks"] = json.dumps([_encode_hook(hook) for hook in run.hooks])
-    if run.idempotency_key is not None:
-        item["idempotency_key"] = run.idempotency_key
-        item["idempotency_expires_at"] = seconds(now + run.idempotency_ttl)
-        item["idempotency_ttl_ms"] = max(1, math.ceil(run.idempotency_ttl * 1000))
-    return item
+def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
+    """The flat arguments of ``enqueue.lua`` after ``now``: ten values per run."""
+    args: list[str] = []
+    for run in runs:
+        hooks = json.dumps([_encode_hook(hook) for hook in run.hooks]) if run.hooks else ""
+        if run.idempotency_key is None:
+            idempotency = ("", "", "")
+        else:
+            idempotency = (
+                run.idempotency_key,
+                seconds(now + run.idempotency_ttl),
+                str(max(1, math.ceil(run.idempotency_ttl * 1000))),
+            )
+        args += (
+            run.id,
+            run.workflow,
+            run.queue,
+            run.input,
+            seconds(run.available_at),
+            run.retry or "",
+            hooks,
+            *idempotency,
+        )
+    return args
 
 
 def _encode_hook(hook: CompletionHook) -> dict[str, Any]:

@@ -10,9 +10,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:queue:<queue>:scheduled            sorted set: scheduled run ids, score available_at
     {p}:queue:<queue>:leases               sorted set: running run ids, score lease expiry
     {p}:queue:<queue>:signal               list (at most one token): wakes idle workers
-    {p}:cancelable                         sorted set: non-terminal runs without a cancel
-                                           request, score created_at
-    {p}:workflow:<workflow>:cancelable     the same, for one workflow
+    {p}:workflow:<workflow>:cancelable     sorted set: the workflow's non-terminal runs
+                                           without a cancel request, score created_at
+    {p}:workflows                          set: every workflow name that has had a run
     {p}:idempotency:<len>:<workflow>:<key> string "<expires_at> <run id>", with a TTL;
                                            <len> is the workflow name's length in bytes
 """
@@ -58,8 +58,8 @@ class Keys:
     def signal(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:signal"
 
-    def cancelable(self) -> str:
-        return f"{self.tag}:cancelable"
+    def workflows(self) -> str:
+        return f"{self.tag}:workflows"
 
     def workflow_cancelable(self, workflow: str) -> str:
         return f"{self.tag}:workflow:{workflow}:cancelable"

@@ -78,10 +78,10 @@ class Scripts:
         for operation in OPERATIONS:
             await getattr(self, f"_{operation}").load()
 
-    async def enqueue(self, now: str, runs_json: str) -> list[tuple[str, bool]]:
-        """(run id, created) per run, in order."""
-        flat = await self._enqueue([now, runs_json])
-        return [(str(flat[i]), bool(flat[i + 1])) for i in range(0, len(flat), 2)]
+    async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str]:
+        """The runs not created: their position in the batch (from 0) -> stored run id."""
+        flat = await self._enqueue([now, *runs])
+        return {int(flat[i]) - 1: str(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     async def claim(
         self,

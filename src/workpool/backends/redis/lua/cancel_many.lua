@@ -7,25 +7,33 @@
 --
 -- Returns the number of runs canceled or cancel-requested.
 --
--- Selects from the 'cancelable' sorted sets (non-terminal runs without a cancel
--- request, scored by created_at): every member read matches, so each call costs
--- O(log n + limit) however the matching runs are interleaved with others.
+-- Selects from the workflows' 'cancelable' sorted sets (non-terminal runs without a
+-- cancel request, scored by created_at): every member read matches, so each call costs
+-- O(workflows + log n + limit) however the matching runs are interleaved with others.
 
 local now = ARGV[1]
 local options = cjson.decode(ARGV[2])
 if options.limit <= 0 then
   return 0
 end
-local index = cancelable_key()
-if options.workflow then
-  index = workflow_cancelable_key(options.workflow)
+local workflows = { options.workflow }
+if not options.workflow then
+  workflows = redis.call('SMEMBERS', workflows_key())
 end
 local max = '+inf'
 if options.before then
   max = '(' .. options.before
 end
-local selected = redis.call('ZRANGEBYSCORE', index, '-inf', max, 'LIMIT', 0, options.limit)
-for _, run_id in ipairs(selected) do
-  cancel_one(run_id, options.reason, now)
+local done = 0
+for _, workflow in ipairs(workflows) do
+  local selected = redis.call('ZRANGEBYSCORE', workflow_cancelable_key(workflow), '-inf', max,
+    'LIMIT', 0, options.limit - done)
+  for _, run_id in ipairs(selected) do
+    cancel_one(run_id, options.reason, now)
+  end
+  done = done + #selected
+  if done >= options.limit then
+    break
+  end
 end
-return #selected
+return done

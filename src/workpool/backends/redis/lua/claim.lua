@@ -31,20 +31,19 @@ end
 local function lost_error(losses)
   local message = 'the run lost its lease ' .. losses .. ' times (the worker died or '
     .. 'stalled each time); it will not be retried'
-  return '{"type":"WorkerLostError","message":' .. cjson.encode(message)
-    .. ',"traceback":null}'
+  return cjson.encode({ type = 'WorkerLostError', message = message, traceback = cjson.null })
 end
 
 local function reap(queue, budget)
   local leases = queue_key(queue, 'leases')
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(expired) do
-    local key = run_key(run_id)
-    local losses = redis.call('HINCRBY', key, 'lease_losses', 1)
-    if redis.call('HGET', key, 'cancel_requested') == '1' then
-      end_run(run_id, 'canceled', now, {})
+    local losses = redis.call('HINCRBY', run_key(run_id), 'lease_losses', 1)
+    local run = read_run(run_id, 'cancel_requested')
+    if run[5] == '1' then
+      end_run(run_id, run, 'canceled', now, {})
     elseif losses >= max_lease_losses then
-      end_run(run_id, 'failed', now, { 'error', lost_error(losses) })
+      end_run(run_id, run, 'failed', now, { 'error', lost_error(losses) })
     else
       drop_lease(run_id, queue)
       make_waiting(run_id, queue, now, now)
@@ -58,14 +57,15 @@ local function take(queue, count, reply)
   for i = 1, #popped, 2 do
     local run_id = popped[i]
     local key = run_key(run_id)
-    local attempt = redis.call('HINCRBY', key, 'attempts', 1)
-    local token = worker_id .. ':' .. attempt .. ':' .. run_id
-    redis.call('HSET', key, 'status', 'running', 'started_at', now, 'lease_token', token)
-    redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
-    local run = redis.call('HMGET', key, 'workflow', 'queue', 'input', 'retry',
+    local run = redis.call('HMGET', key, 'attempts', 'workflow', 'queue', 'input', 'retry',
       'created_at', 'available_at')
-    reply[#reply + 1] = { run_id, token, attempt, run[1], run[2], run[3], run[4], run[5],
-      run[6] }
+    local attempt = tonumber(run[1]) + 1
+    local token = worker_id .. ':' .. attempt .. ':' .. run_id
+    redis.call('HSET', key, 'attempts', attempt, 'status', 'running', 'started_at', now,
+      'lease_token', token)
+    redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
+    reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
+      run[7] }
   end
 end
 
@@ -84,12 +84,12 @@ for _, queue in ipairs(queues) do
   reap_budget = reap(queue, reap_budget)
 end
 
-local reply = { false } -- reply[1]: next_wake_at, set below; claimed runs follow
+-- reply[1]: next_wake_at, set below; claimed runs follow. Work left wakes another worker.
+local reply = { false }
 local next_wake_at = nil
 for _, queue in ipairs(queues) do
   local claimed = #reply - 1
   if claimed < limit then take(queue, limit - claimed, reply) end
-  -- Work is left: wake another idle worker.
   if redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
     wake(queue)
   end

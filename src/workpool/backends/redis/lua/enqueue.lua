@@ -2,19 +2,22 @@
 --
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
--- ARGV[2]  JSON array of runs, each an object with
+-- ARGV[2..] FIELDS values per run, in this order (an empty string means absent):
 --            id, workflow, queue, input (JSON text), available_at (seconds, string),
---            and optionally retry (JSON text), hooks (JSON text of a list of
---            {workflow, queue, context (JSON text), retry (JSON text), on_failure_only}),
---            idempotency_key, idempotency_expires_at (seconds, string: now + TTL)
---            and idempotency_ttl_ms (integer milliseconds, for PEXPIRE)
+--            retry (JSON text), hooks (JSON text of a list of {workflow, queue,
+--            context (JSON text), retry (JSON text), on_failure_only}),
+--            idempotency_key, idempotency_expires_at (seconds, string: now + TTL),
+--            idempotency_ttl_ms (integer milliseconds, for PEXPIRE)
 --
--- Returns a flat array, two entries per input run in input order:
---   run id (the new run, or the earlier run holding the idempotency key), created (1|0)
+-- Returns a flat array with two entries per run that was NOT created, in input order:
+--   its position in the batch (1-based), the id of the run already stored
+--   (the earlier run holding its idempotency key, or itself if its id exists)
 --
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
+-- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
+local FIELDS = 10
 local now = ARGV[1]
 
 -- The run id an unexpired idempotency key remembers, or nil.
@@ -30,31 +33,55 @@ local function remembered(key)
   return nil
 end
 
-local function enqueue_one(run)
+local function optional(value)
+  if value == '' then
+    return nil
+  end
+  return value
+end
+
+-- Returns nil when the run was stored, else the id of the run already there.
+local function enqueue_one(base)
+  local run = {
+    id = ARGV[base], workflow = ARGV[base + 1], queue = ARGV[base + 2],
+    input = ARGV[base + 3], available_at = ARGV[base + 4], retry = optional(ARGV[base + 5]),
+    hooks = optional(ARGV[base + 6]), idempotency_key = optional(ARGV[base + 7]),
+  }
   local key = nil
   if run.idempotency_key then
     key = idempotency_key(run.workflow, run.idempotency_key)
     local earlier = remembered(key)
     if earlier then
-      return earlier, 0
+      return earlier
     end
   end
   if redis.call('EXISTS', run_key(run.id)) == 1 then
-    return run.id, 0
+    return run.id
   end
   if key then
-    local value = run.idempotency_expires_at .. ' ' .. run.id
-    redis.call('SET', key, value, 'PX', run.idempotency_ttl_ms)
+    redis.call('SET', key, ARGV[base + 8] .. ' ' .. run.id, 'PX', ARGV[base + 9])
   end
   store_run(run, now)
-  wake(run.queue)
-  return run.id, 1
+  return nil
 end
 
-local results = {}
-for _, run in ipairs(cjson.decode(ARGV[2])) do
-  local run_id, created = enqueue_one(run)
-  results[#results + 1] = run_id
-  results[#results + 1] = created
+local skipped = {}
+local queues, workflows = {}, {}
+for position = 1, (#ARGV - 1) / FIELDS do
+  local base = 2 + (position - 1) * FIELDS
+  local existing = enqueue_one(base)
+  if existing then
+    skipped[#skipped + 1] = position
+    skipped[#skipped + 1] = existing
+  else
+    queues[ARGV[base + 2]] = true
+    workflows[ARGV[base + 1]] = true
+  end
 end
-return results
+for queue in pairs(queues) do
+  wake(queue)
+end
+for workflow in pairs(workflows) do
+  redis.call('SADD', workflows_key(), workflow)
+end
+return skipped

@@ -18,9 +18,8 @@ local function retry(run_id, queue, retry_at)
 end
 
 local function apply(finish)
-  local key = run_key(finish.run_id)
-  local run = redis.call('HMGET', key, 'status', 'lease_token', 'cancel_requested', 'queue')
-  if run[1] ~= 'running' or run[2] ~= finish.token then
+  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested')
+  if run[1] ~= 'running' or run[5] ~= finish.token then
     return 0
   end
   if finish.status == 'succeeded' then
@@ -28,18 +27,22 @@ local function apply(finish)
     if finish.output then
       fields = { 'output', finish.output }
     end
-    end_run(finish.run_id, 'succeeded', now, fields)
+    end_run(finish.run_id, run, 'succeeded', now, fields)
     return 1
   end
+  local fields = {}
   if finish.error and finish.status ~= 'canceled' then
-    redis.call('HSET', key, 'error', finish.error)
+    fields = { 'error', finish.error }
   end
-  if run[3] == '1' then
-    end_run(finish.run_id, 'canceled', now, {})
+  if run[6] == '1' then
+    end_run(finish.run_id, run, 'canceled', now, fields)
   elseif finish.status == 'retry' then
-    retry(finish.run_id, run[4], finish.retry_at)
+    if fields[1] then
+      redis.call('HSET', run_key(finish.run_id), unpack(fields))
+    end
+    retry(finish.run_id, run[2], finish.retry_at)
   else
-    end_run(finish.run_id, finish.status, now, {})
+    end_run(finish.run_id, run, finish.status, now, fields)
   end
   return 1
 end

@@ -11,15 +11,14 @@ local now = ARGV[1]
 local released = 0
 for i = 2, #ARGV, 2 do
   local run_id, token = ARGV[i], ARGV[i + 1]
-  local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
-    'cancel_requested', 'queue')
-  if run[1] == 'running' and run[2] == token then
-    if run[3] == '1' then
-      end_run(run_id, 'canceled', now, {})
+  local run = read_run(run_id, 'lease_token', 'cancel_requested')
+  if run[1] == 'running' and run[5] == token then
+    if run[6] == '1' then
+      end_run(run_id, run, 'canceled', now, {})
     else
-      drop_lease(run_id, run[4])
-      make_waiting(run_id, run[4], now, now)
-      wake(run[4])
+      drop_lease(run_id, run[2])
+      make_waiting(run_id, run[2], now, now)
+      wake(run[2])
     end
     released = released + 1
   end

@@ -31,27 +31,37 @@ local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
         id = hook_id, workflow = hook.workflow, queue = hook.queue, input = input,
         available_at = now, retry = retry,
       }, now)
+      redis.call('SADD', workflows_key(), hook.workflow)
       wake(hook.queue)
     end
   end
 end
 
--- End a run in a terminal status: set fields, leave every index, fire hooks.
--- fields: extra hash field/value pairs to store (e.g. 'error', <JSON text>).
-local function end_run(run_id, status, now, fields)
+-- The queue index that holds a run in each non-terminal status.
+local INDEX_OF_STATUS = { queued = 'ready', scheduled = 'scheduled', running = 'leases' }
+
+-- End a run in a terminal status: set fields, leave its indexes, fire hooks.
+-- run: the stored status, queue, workflow and hooks (HMGET in that order, as read
+-- by the caller in the same script). fields: extra hash field/value pairs to store.
+local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
+  local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
   redis.call('HSET', key, 'status', status, 'finished_at', now, unpack(fields))
-  redis.call('HDEL', key, 'lease_token')
-  local run = redis.call('HMGET', key, 'queue', 'workflow', 'hooks', 'output', 'error',
-    'cancel_reason')
-  local queue, workflow = run[1], run[2]
-  for _, index in ipairs({ 'ready', 'scheduled', 'leases' }) do
-    redis.call('ZREM', queue_key(queue, index), run_id)
+  if current == 'running' then
+    redis.call('HDEL', key, 'lease_token')
   end
-  redis.call('ZREM', cancelable_key(), run_id)
+  redis.call('ZREM', queue_key(queue, INDEX_OF_STATUS[current]), run_id)
   redis.call('ZREM', workflow_cancelable_key(workflow), run_id)
-  local result = hook_result(status, run[4] or nil, run[5] or nil, run[6] or nil)
-  fire_hooks(run_id, workflow, run[3] or nil, status, result, now)
+  if hooks then
+    local stored = redis.call('HMGET', key, 'output', 'error', 'cancel_reason')
+    local result = hook_result(status, stored[1] or nil, stored[2] or nil, stored[3] or nil)
+    fire_hooks(run_id, workflow, hooks, status, result, now)
+  end
+end
+
+-- The fields end_run needs (status, queue, workflow, hooks), then those named after.
+local function read_run(run_id, ...)
+  return redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks', ...)
 end
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
@@ -59,7 +69,7 @@ local TERMINAL = { succeeded = true, failed = true, canceled = true }
 -- Cancel one run as Backend.cancel describes; returns the CancelResult string.
 local function cancel_one(run_id, reason, now)
   local key = run_key(run_id)
-  local run = redis.call('HMGET', key, 'status', 'workflow', 'cancel_requested')
+  local run = read_run(run_id, 'cancel_requested')
   local status = run[1]
   if not status then
     return 'not_found'
@@ -67,7 +77,7 @@ local function cancel_one(run_id, reason, now)
   if TERMINAL[status] then
     return 'finished'
   end
-  if run[3] == '1' then
+  if run[5] == '1' then
     return 'requested'  -- already requested: the first reason given is kept
   end
   if reason then
@@ -76,10 +86,9 @@ local function cancel_one(run_id, reason, now)
   redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
     -- A cancel-requested run is no longer selectable by cancel_many.
-    redis.call('ZREM', cancelable_key(), run_id)
-    redis.call('ZREM', workflow_cancelable_key(run[2]), run_id)
+    redis.call('ZREM', workflow_cancelable_key(run[3]), run_id)
     return 'requested'
   end
-  end_run(run_id, 'canceled', now, {})
+  end_run(run_id, run, 'canceled', now, {})
   return 'canceled'
 end

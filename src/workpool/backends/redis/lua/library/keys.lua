@@ -12,8 +12,9 @@ local function queue_key(queue, index)
   return prefix .. ':queue:' .. queue .. ':' .. index
 end
 
-local function cancelable_key()
-  return prefix .. ':cancelable'
+-- set: the name of every workflow that has had a run (cancel_many walks them)
+local function workflows_key()
+  return prefix .. ':workflows'
 end
 
 local function workflow_cancelable_key(workflow)

@@ -30,11 +30,17 @@ local function drop_lease(run_id, queue)
 end
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
--- the optional retry, hooks (JSON text) and idempotency_key. Does not wake workers.
+-- the optional retry, hooks (JSON text) and idempotency_key. Does not wake workers
+-- nor record the workflow name: batch callers do each once per batch.
 local function store_run(run, now)
+  local status, index = 'queued', 'ready'
+  if tonumber(run.available_at) > tonumber(now) then
+    status, index = 'scheduled', 'scheduled'
+  end
   local fields = {
     'id', run.id, 'workflow', run.workflow, 'queue', run.queue, 'input', run.input,
-    'attempts', '0', 'created_at', now, 'cancel_requested', '0', 'lease_losses', '0',
+    'status', status, 'attempts', '0', 'created_at', now, 'available_at', run.available_at,
+    'cancel_requested', '0', 'lease_losses', '0',
   }
   for _, name in ipairs({ 'retry', 'hooks', 'idempotency_key' }) do
     if run[name] then
@@ -43,7 +49,6 @@ local function store_run(run, now)
     end
   end
   redis.call('HSET', run_key(run.id), unpack(fields))
-  redis.call('ZADD', cancelable_key(), now, run.id)
+  redis.call('ZADD', queue_key(run.queue, index), run.available_at, run.id)
   redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
-  make_waiting(run.id, run.queue, run.available_at, now)
 end
