@@ -18,6 +18,9 @@ from workpool.errors import PayloadError
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 """Largest input, output or context, in bytes of JSON, unless the pool sets another."""
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+"""Built once: ``json.dumps`` with options builds a new encoder per call (~3 us)."""
+
 
 def to_json(value: Any, *, what: str, adapter: TypeAdapter[Any] | None = None) -> str:
     """Encode ``value`` as compact JSON text; PayloadError names the offending type."""
@@ -26,7 +29,7 @@ def to_json(value: Any, *, what: str, adapter: TypeAdapter[Any] | None = None) -
             plain = adapter.dump_python(value, mode="json")
         else:
             plain = to_jsonable_python(value)
-        return json.dumps(plain, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _ENCODER.encode(plain)
     except (PydanticSerializationError, TypeError, ValueError) as error:
         raise PayloadError(
             f"{what} of type {type(value).__name__} cannot be stored as JSON ({error}); "
@@ -36,6 +39,8 @@ def to_json(value: Any, *, what: str, adapter: TypeAdapter[Any] | None = None) -
 
 def check_size(text: str, *, what: str, limit: int) -> str:
     """Return ``text`` unchanged if it fits ``limit`` bytes, else raise PayloadError."""
+    if len(text) * 4 <= limit:  # no UTF-8 character takes more than 4 bytes
+        return text
     size = len(text.encode("utf-8"))
     if size > limit:
         raise PayloadError(
