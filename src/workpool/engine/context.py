@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 
 from workpool.errors import WorkpoolError
@@ -23,18 +22,20 @@ class RunContext:
     attempt: int
     """This attempt's number, from 1."""
     logger: logging.Logger
-    _cancel_flag: threading.Event = field(default_factory=threading.Event, repr=False)
+    # A plain flag: set by the worker's loop, read by handler threads; assigning and
+    # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
+    _cancel_requested: bool = field(default=False, repr=False)
 
     @property
     def cancelled(self) -> bool:
         """True once a cancel of this run was requested; sync handlers should poll it."""
-        return self._cancel_flag.is_set()
+        return self._cancel_requested
 
     def raise_if_cancelled(self) -> None:
         """Raise if a cancel was requested, so the run ends ``canceled``."""
-        if self._cancel_flag.is_set():
+        if self._cancel_requested:
             raise CancelRequestedError(f"run {self.run_id} was canceled")
 
     def request_cancel(self) -> None:
         """Mark the run cancelled (called by the worker, not by handlers)."""
-        self._cancel_flag.set()
+        self._cancel_requested = True
