@@ -14,14 +14,30 @@ demo: $(STAMP)
 	$(PY) examples/orders.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples
-	$(VENV)/bin/ruff format --check src tests examples
+	$(VENV)/bin/ruff check src tests examples benchmarks
+	$(VENV)/bin/ruff format --check src tests examples benchmarks
 
 types: $(STAMP)
 	$(VENV)/bin/mypy
 
 test: lint types
 	$(VENV)/bin/pytest -q
+
+# The benchmark suite (docs/benchmarks.md): `make bench`, `make bench-quick` (under 2 min),
+# options through ARGS, e.g. `make bench ARGS="--only B1,B3 --backends redis --repeat 5"`.
+BENCH_STAMP := $(VENV)/.installed-bench
+
+$(BENCH_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+.PHONY: bench-quick
+
+bench: $(BENCH_STAMP)
+	$(PY) -m benchmarks $(ARGS)
+
+bench-quick: $(BENCH_STAMP)
+	$(PY) -m benchmarks --quick $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

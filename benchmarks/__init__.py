@@ -1,0 +1,1 @@
+"""The workpool benchmark suite: ``python -m benchmarks`` (see docs/benchmarks.md)."""

@@ -1,0 +1,172 @@
+"""``python -m benchmarks``: run the workloads, print the table, write JSON and PNG."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import traceback
+from datetime import datetime
+from pathlib import Path
+
+from benchmarks import (
+    b1_enqueue,
+    b2_drain,
+    b3_latency,
+    b4_io,
+    b5_depth,
+    b6_footprint,
+    b7_round_trips,
+    b8_sqlite_normal,
+)
+from benchmarks.harness import Env, Workload
+from benchmarks.report import Report, load_average, machine_info, table, write
+from benchmarks.report_format import number
+from benchmarks.stats import Figure
+from benchmarks.stores import RedisStore, SqliteStore, Store
+from benchmarks.workers import ROOT, BenchmarkError
+
+WORKLOADS: tuple[Workload, ...] = (
+    b1_enqueue.WORKLOAD,
+    b2_drain.WORKLOAD,
+    b3_latency.WORKLOAD,
+    b4_io.WORKLOAD,
+    b5_depth.WORKLOAD,
+    b6_footprint.WORKLOAD,
+    b7_round_trips.WORKLOAD,
+    b8_sqlite_normal.WORKLOAD,
+)
+BACKENDS = ("sqlite", "redis")
+SKIPPED_WHEN_QUICK = frozenset({"B8"})
+"""Left out of --quick unless named in --only: a comparison, not a bar (keeps it < 2 min)."""
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument(
+        "--quick", action="store_true", help="smaller workloads, 1 repetition unless --repeat"
+    )
+    parser.add_argument(
+        "--only", help="comma-separated workload ids, e.g. B1,B3 (default: all; --quick: B1-B7)"
+    )
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis")
+    parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = parser.parse_args(argv)
+    args.repeat = args.repeat or (1 if args.quick else 3)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    known = [workload.id for workload in WORKLOADS]
+    default = [name for name in known if not (args.quick and name in SKIPPED_WHEN_QUICK)]
+    args.only = [part.strip().upper() for part in args.only.split(",")] if args.only else default
+    if unknown := set(args.only) - set(known):
+        parser.error(f"unknown workloads {sorted(unknown)}; known: {sorted(known)}")
+    args.backends = [part.strip().lower() for part in args.backends.split(",") if part.strip()]
+    if unknown := set(args.backends) - set(BACKENDS):
+        parser.error(f"unknown backends {sorted(unknown)}; known: {', '.join(BACKENDS)}")
+    return args
+
+
+async def run_workload(workload: Workload, env: Env, repeat: int, report: Report) -> list[Figure]:
+    """``repeat`` repetitions of one workload on one backend; failures are recorded."""
+    figures = [
+        Figure(workload.id, workload.title, env.backend, spec)
+        for spec in workload.metrics
+        if spec.only in (None, env.backend)
+    ]
+    for repetition in range(1, repeat + 1):
+        label = f"{workload.id} {workload.title} [{env.backend}] {repetition}/{repeat}"
+        started = time.monotonic()
+        try:
+            measured = await workload.run(env)
+        except Exception as error:
+            message = str(error) if isinstance(error, BenchmarkError) else traceback.format_exc()
+            print(f"!!! {label} FAILED: {message}", flush=True)
+            report.errors.append(
+                {
+                    "workload": workload.id,
+                    "backend": env.backend,
+                    "repetition": str(repetition),
+                    "error": message,
+                }
+            )
+            for figure in figures:
+                figure.failed = True
+            continue
+        elapsed = time.monotonic() - started
+        for figure in figures:
+            if figure.spec.name in measured.values:
+                figure.values.append(measured.values[figure.spec.name])
+        shown = "; ".join(f"{name} {number(value)}" for name, value in measured.values.items())
+        print(f"{label} ({elapsed:.1f} s): {shown}", flush=True)
+        if measured.details:
+            report.details.append(
+                {
+                    "workload": workload.id,
+                    "backend": env.backend,
+                    "repetition": repetition,
+                    **measured.details,
+                }
+            )
+    return figures
+
+
+async def main(args: argparse.Namespace) -> int:
+    started_at, started = datetime.now().astimezone(), time.monotonic()
+    selected = [w for w in WORKLOADS if w.id in args.only]
+    needed = {b for w in selected for b in w.backends} & set(args.backends)
+    with tempfile.TemporaryDirectory(prefix="workpool-bench-") as scratch:
+        work = Path(scratch)
+        (work / "logs").mkdir()
+        stores: dict[str, Store] = {}
+        if "sqlite" in needed:
+            (work / "sqlite").mkdir()
+            stores["sqlite"] = SqliteStore(work / "sqlite")
+        redis_version = None
+        if "redis" in needed:
+            redis_store = RedisStore()
+            stores["redis"] = redis_store
+            redis_version = await redis_store.version()
+        report = Report(
+            mode="quick" if args.quick else "full",
+            repeat=args.repeat,
+            started=started_at,
+            machine=machine_info(redis_version),
+        )
+        try:
+            for workload in selected:
+                for backend in [b for b in args.backends if b in workload.backends]:
+                    env = Env(stores[backend], args.quick, work / "logs")
+                    report.figures.extend(await run_workload(workload, env, args.repeat, report))
+        finally:
+            for store in stores.values():
+                await store.close()
+    report.duration_seconds = time.monotonic() - started
+    report.machine["load_average_at_end"] = load_average()
+    print()
+    print(table(report.figures))
+    json_path, png_path = write(report, args.out)
+    print(
+        f"\n{len(report.figures)} figures in {report.duration_seconds:.0f} s; "
+        f"wrote {json_path} and {png_path}"
+    )
+    missed = [f for f in report.figures if f.passed is False and not f.failed]
+    if missed:
+        print(
+            "bars missed: " + "; ".join(f"{f.workload} {f.backend} {f.spec.name}" for f in missed)
+        )
+    if report.errors:
+        print(f"\n!!! {len(report.errors)} REPETITIONS FAILED (runs lost or failed, or a crash):")
+        for error in report.errors:
+            print(
+                f"!!! {error['workload']} [{error['backend']}] #{error['repetition']}: "
+                f"{error['error'].splitlines()[0]}"
+            )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(parse_args(sys.argv[1:]))))

@@ -1,0 +1,53 @@
+"""B1 enqueue: runs stored per second by one client, one at a time and in batches of 500."""
+
+from __future__ import annotations
+
+import time
+
+from benchmarks.app import BenchApp
+from benchmarks.harness import Env, Workload, enqueue_batched, opened_app
+from benchmarks.stats import Bar, Measured, MetricSpec
+from benchmarks.workers import BenchmarkError
+
+ONE = "one at a time"
+BATCHED = "enqueue_many, batches of 500"
+
+
+async def one_at_a_time(app: BenchApp, count: int) -> float:
+    """Runs/s of ``count`` sequential ``await noop.run(i)`` calls."""
+    start = time.perf_counter()
+    for number in range(count):
+        await app.noop.run(number)
+    return count / (time.perf_counter() - start)
+
+
+async def batched(app: BenchApp, count: int) -> float:
+    """Runs/s of ``count`` runs prepared and stored by ``enqueue_many`` in batches of 500."""
+    start = time.perf_counter()
+    await enqueue_batched(app, [app.noop.prepare(number) for number in range(count)])
+    return count / (time.perf_counter() - start)
+
+
+async def run(env: Env) -> Measured:
+    """One repetition on a fresh store: both ways of enqueueing, then a count check."""
+    singles = 5_000 if env.quick else 20_000
+    batch_total = 20_000
+    target = await env.store.fresh()
+    async with opened_app(target) as app:
+        values = {ONE: await one_at_a_time(app, singles), BATCHED: await batched(app, batch_total)}
+        stored = await target.active_count()
+    if stored != singles + batch_total:
+        raise BenchmarkError(f"LOST RUNS: {singles + batch_total} enqueued, {stored} stored")
+    return Measured(values, {"runs_one_at_a_time": singles, "runs_batched": batch_total})
+
+
+WORKLOAD = Workload(
+    id="B1",
+    title="enqueue",
+    backends=("sqlite", "redis"),
+    metrics=(
+        MetricSpec(ONE, "runs/s", {"redis": Bar(">=", 4_000)}),
+        MetricSpec(BATCHED, "runs/s", {"redis": Bar(">=", 50_000)}),
+    ),
+    run=run,
+)

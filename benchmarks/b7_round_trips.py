@@ -1,0 +1,112 @@
+"""B7 round trips: Redis commands per no-op run while 2 workers drain, from INFO commandstats.
+
+Method. ``INFO commandstats`` counts every command executed, including each
+``redis.call`` inside a Lua script (under the called command's own name). So:
+
+- command executions per run = all calls in the window / runs;
+- top-level commands per run = calls of commands that no workpool script calls
+  (EVALSHA, BLPOP, HGETALL, connection set-up...) / runs. The commands scripts call are
+  read from the ``redis.call('NAME'`` sites of workpool's Lua sources.
+
+The window opens once both workers are idle and closes when the queue is empty; the
+client enqueues (``enqueue_many``, batches of 500) while the workers drain. The
+harness's own commands in the window are subtracted exactly: the one INFO that opened
+it, and the ZCARDs of its completion polls (it counts them: 3 per poll, every 100 ms).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import (
+    Env,
+    Workload,
+    enqueue_batched,
+    opened_app,
+    read_succeeded,
+    wait_drained,
+)
+from benchmarks.stats import Bar, Measured, MetricSpec
+from benchmarks.stores import RedisTarget
+from benchmarks.workers import ROOT, BenchmarkError, workers
+
+LUA_DIR = ROOT / "src" / "workpool" / "backends" / "redis" / "lua"
+CALL_SITE = re.compile(r"""redis\.p?call\(\s*['"]([A-Za-z|]+)['"]""")
+EXPECTED_TOP_LEVEL = frozenset(
+    {"evalsha", "evalsha_ro", "eval", "blpop", "hgetall", "ping", "script|load"}
+    | {"client|setinfo", "client|setname", "hello", "select"}
+)
+"""What workpool's Python code sends; anything else top-level is reported as unexpected."""
+TOP = "top-level commands per run"
+TOTAL = "command executions per run, scripts included"
+PROCESSES = 2
+CONCURRENCY = 100
+POLL_SECONDS = 0.1
+
+
+def script_commands(lua_dir: Path = LUA_DIR) -> frozenset[str]:
+    """Lower-case names of the commands workpool's scripts call."""
+    names: set[str] = set()
+    for path in lua_dir.rglob("*.lua"):
+        names.update(name.lower() for name in CALL_SITE.findall(path.read_text()))
+    if not names:
+        raise BenchmarkError(f"no redis.call sites found under {lua_dir}")
+    return frozenset(names)
+
+
+async def command_calls(target: RedisTarget) -> dict[str, int]:
+    """Calls per command name so far (``cmdstat_<name>: calls=...``)."""
+    stats: dict[str, Any] = await target.info("commandstats")
+    return {key.removeprefix("cmdstat_"): int(value["calls"]) for key, value in stats.items()}
+
+
+def top_level(delta: dict[str, int], in_scripts: frozenset[str]) -> dict[str, int]:
+    """The calls of commands no script makes: what clients sent."""
+    return {name: calls for name, calls in delta.items() if name not in in_scripts}
+
+
+async def run(env: Env) -> Measured:
+    """One repetition on an emptied Redis."""
+    count = 5_000 if env.quick else 10_000
+    target = await env.store.fresh()
+    if not isinstance(target, RedisTarget):
+        raise TypeError("B7 runs on Redis only")
+    in_scripts = script_commands()
+    async with opened_app(target) as app:
+        prepared = [app.noop.prepare(number) for number in range(count)]
+        async with workers(target, PROCESSES, CONCURRENCY, env.log_dir, env.worker_env) as procs:
+            before = await command_calls(target)
+            zcards_before = target.zcard_calls
+            ids = await enqueue_batched(app, prepared)
+            await wait_drained(target, procs, poll=POLL_SECONDS)
+            after = await command_calls(target)
+            harness = {"info": 1, "zcard": target.zcard_calls - zcards_before}
+        await read_succeeded(app, ids)
+    delta = {name: after[name] - before.get(name, 0) for name in after}
+    for name, calls in harness.items():
+        delta[name] -= calls
+    delta = {name: calls for name, calls in sorted(delta.items()) if calls}
+    top = top_level(delta, in_scripts)
+    values = {TOP: sum(top.values()) / count, TOTAL: sum(delta.values()) / count}
+    details = {
+        "runs": count,
+        "calls": delta,
+        "top_level": top,
+        "unexpected_top_level": sorted(set(top) - EXPECTED_TOP_LEVEL),
+        "harness_subtracted": harness,
+    }
+    return Measured(values, details)
+
+
+WORKLOAD = Workload(
+    id="B7",
+    title="round trips",
+    backends=("redis",),
+    metrics=(
+        MetricSpec(TOP, "commands/run", {"redis": Bar("<=", 3)}),
+        MetricSpec(TOTAL, "commands/run"),
+    ),
+    run=run,
+)

@@ -1,0 +1,190 @@
+"""The stores under test: a fresh SQLite file or an emptied Redis per repetition.
+
+Each ``Target`` also answers cheap read-only questions without going through
+workpool (how many runs are still active, how big the store is), so the harness can
+tell when a batch is done without loading the backend it measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import psutil
+from redis.asyncio import Redis
+from tests.redis_server import RedisServer
+
+QUEUE = "default"
+PREFIX = "workpool"
+"""The benchmark pool's key prefix (Workpool's default)."""
+
+# Key names of one queue, built by hand from src/workpool/backends/redis/keys.py
+# ("{<prefix>}:queue:<queue>:ready|scheduled|leases"), so the harness needs no internals.
+READY_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":ready"
+SCHEDULED_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":scheduled"
+LEASES_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":leases"
+
+
+class Target(Protocol):
+    """One empty store of one backend."""
+
+    backend: str
+    url: str
+
+    async def active_count(self, *, scheduled: bool = True) -> int:
+        """Runs queued or running (and scheduled, unless ``scheduled=False``)."""
+        ...
+
+    async def workers_idle(self, processes: list[psutil.Process]) -> bool:
+        """Whether these worker processes are connected and waiting for work."""
+        ...
+
+    async def close(self) -> None:
+        """Drop the harness's own connections."""
+        ...
+
+
+class SqliteTarget:
+    """A new SQLite file; ``active_count`` reads it over a separate read-only connection."""
+
+    backend = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        self._reader: sqlite3.Connection | None = None
+
+    async def active_count(self, *, scheduled: bool = True) -> int:
+        if self._reader is None:
+            self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        states = ("queued", "running", "scheduled") if scheduled else ("queued", "running")
+        # One count per state rather than "status IN (...)": each then reads only its own
+        # partial index (runs_queued_by_queue, ...; see migrations/0001_initial.sql).
+        total = 0
+        for state in states:
+            row = self._reader.execute(
+                "SELECT count(*) FROM runs WHERE status = ?", (state,)
+            ).fetchone()
+            total += int(row[0])
+        return total
+
+    async def workers_idle(self, processes: list[psutil.Process]) -> bool:
+        for process in processes:
+            if not any(Path(f.path) == self.path for f in process.open_files()):
+                return False
+        before = [_cpu_seconds(process) for process in processes]
+        await asyncio.sleep(0.15)
+        after = [_cpu_seconds(process) for process in processes]
+        return all(b - a < 0.005 for a, b in zip(before, after, strict=True))
+
+    def size_bytes(self) -> int:
+        """The database file plus its WAL, after checkpointing the WAL into the file."""
+        with sqlite3.connect(self.path, timeout=30) as connection:
+            for _ in range(100):
+                busy = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if not busy:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"could not checkpoint {self.path}: readers stay busy")
+        wal = self.path.with_name(self.path.name + "-wal")
+        return self.path.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+
+class RedisTarget:
+    """The suite's redis-server, emptied; ``active_count`` is ZCARDs of the queue's sets."""
+
+    backend = "redis"
+
+    def __init__(self, url: str, client: Redis) -> None:
+        self.url = url
+        self.client = client
+        self.zcard_calls = 0
+        """ZCARD commands this harness sent (B7 subtracts them from the server's count)."""
+
+    async def active_count(self, *, scheduled: bool = True) -> int:
+        keys = [READY_KEY, LEASES_KEY, *([SCHEDULED_KEY] if scheduled else [])]
+        async with self.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.zcard(key)
+            counts: list[int] = await pipe.execute()
+        self.zcard_calls += len(keys)
+        return sum(counts)
+
+    async def workers_idle(self, processes: list[psutil.Process]) -> bool:
+        # A worker blocks in BLPOP only once connected and after a claim found nothing.
+        info: dict[str, Any] = await self.client.info("clients")
+        return int(info["blocked_clients"]) >= len(processes)
+
+    async def info(self, section: str) -> dict[str, Any]:
+        """``INFO <section>`` as a dict."""
+        result: dict[str, Any] = await self.client.info(section)
+        return result
+
+    async def close(self) -> None:
+        """The client belongs to the store; nothing to do."""
+
+
+class Store(Protocol):
+    """Hands out a fresh, empty Target of one backend."""
+
+    backend: str
+
+    async def fresh(self) -> Target: ...
+
+    async def close(self) -> None: ...
+
+
+class SqliteStore:
+    """New files in a directory; the previous repetition's file is deleted."""
+
+    backend = "sqlite"
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._count = 0
+
+    async def fresh(self) -> SqliteTarget:
+        for old in self.directory.glob("bench-*.db*"):
+            old.unlink()
+        self._count += 1
+        return SqliteTarget(self.directory / f"bench-{self._count}.db")
+
+    async def close(self) -> None:
+        for old in self.directory.glob("bench-*.db*"):
+            old.unlink()
+
+
+class RedisStore:
+    """A private redis-server (no persistence), flushed before each repetition."""
+
+    backend = "redis"
+
+    def __init__(self) -> None:
+        self.server = RedisServer().start()
+        self.client = Redis.from_url(self.server.url, decode_responses=True)
+
+    async def fresh(self) -> RedisTarget:
+        await self.client.flushall()
+        return RedisTarget(self.server.url, self.client)
+
+    async def version(self) -> str:
+        info: dict[str, Any] = await self.client.info("server")
+        return str(info["redis_version"])
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        self.server.stop()
+
+
+def _cpu_seconds(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return float(times.user + times.system)
