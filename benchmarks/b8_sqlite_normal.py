@@ -16,7 +16,7 @@ from benchmarks.harness import Env, Workload, opened_app
 from benchmarks.stats import Measured, MetricSpec
 from benchmarks.workers import BenchmarkError
 
-LEVEL = "NORMAL"
+SETTINGS = {"synchronous": "NORMAL"}
 ONE = "one at a time (B1), NORMAL"
 TWO = "drain, 2 processes (B2), NORMAL"
 
@@ -28,7 +28,7 @@ async def run(env: Env) -> Measured:
     log_path = env.log_dir / f"sqlite-knob-{os.getpid()}.log"
     log_path.unlink(missing_ok=True)
     try:
-        with sqlite_knob.synchronous(LEVEL, log_path) as worker_env:
+        with sqlite_knob.pragmas(SETTINGS, log_path) as worker_env:
             knob_env = replace(env, worker_env={**env.worker_env, **worker_env})
             target = await env.store.fresh()
             async with opened_app(target) as app:
@@ -36,9 +36,9 @@ async def run(env: Env) -> Measured:
             two = await drain(knob_env, 2, drained)
     except AttributeError as error:
         raise BenchmarkError(f"the SQLite knob no longer fits workpool's code: {error}") from None
-    processes = sqlite_knob.processes_with_level(log_path, LEVEL)
+    processes = sqlite_knob.processes_with(log_path, SETTINGS)
     if os.getpid() not in processes or len(processes - {os.getpid()}) < 2:
-        raise BenchmarkError(f"synchronous={LEVEL} reached only processes {sorted(processes)}")
+        raise BenchmarkError(f"synchronous=NORMAL reached only processes {sorted(processes)}")
     return Measured({ONE: one, TWO: two})
 
 
