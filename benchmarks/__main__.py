@@ -126,7 +126,11 @@ async def main(args: argparse.Namespace) -> int:
             stores["sqlite"] = SqliteStore(work / "sqlite")
         redis_version = None
         if "redis" in needed:
-            redis_store = RedisStore()
+            try:
+                redis_store = RedisStore()
+            except RuntimeError as error:
+                print(f"cannot start redis-server: {error}; or run --backends sqlite")
+                return 2
             stores["redis"] = redis_store
             redis_version = await redis_store.version()
         report = Report(
