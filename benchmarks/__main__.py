@@ -66,6 +66,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.backends = [part.strip().lower() for part in args.backends.split(",") if part.strip()]
     if unknown := set(args.backends) - set(BACKENDS):
         parser.error(f"unknown backends {sorted(unknown)}; known: {', '.join(BACKENDS)}")
+    if not any(set(w.backends) & set(args.backends) for w in WORKLOADS if w.id in args.only):
+        parser.error(f"none of {args.only} runs on {args.backends}")
     return args
 
 
@@ -113,6 +115,40 @@ async def run_workload(workload: Workload, env: Env, repeat: int, report: Report
     return figures
 
 
+async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
+    """A SQLite store in ``work`` and a private redis-server, as needed."""
+    stores: dict[str, Store] = {}
+    if "sqlite" in backends:
+        (work / "sqlite").mkdir()
+        stores["sqlite"] = SqliteStore(work / "sqlite")
+    if "redis" in backends:
+        stores["redis"] = RedisStore()
+    return stores
+
+
+def summarize(report: Report, out: Path) -> int:
+    """Print the table, write the files, list missed bars and failures; the exit status."""
+    print()
+    print(table(report.figures))
+    json_path, png_path = write(report, out)
+    print(
+        f"\n{len(report.figures)} figures in {report.duration_seconds:.0f} s; "
+        f"wrote {json_path} and {png_path}"
+    )
+    missed = [f for f in report.figures if f.passed is False and not f.failed]
+    if missed:
+        print(
+            "bars missed: " + "; ".join(f"{f.workload} {f.backend} {f.spec.name}" for f in missed)
+        )
+    if not report.errors:
+        return 0
+    print(f"\n!!! {len(report.errors)} REPETITIONS FAILED (runs lost or failed, or a crash):")
+    for entry in report.errors:
+        first_line = entry["error"].splitlines()[0]
+        print(f"!!! {entry['workload']} [{entry['backend']}] #{entry['repetition']}: {first_line}")
+    return 1
+
+
 async def main(args: argparse.Namespace) -> int:
     started_at, started = datetime.now().astimezone(), time.monotonic()
     selected = [w for w in WORKLOADS if w.id in args.only]
@@ -120,19 +156,13 @@ async def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="workpool-bench-") as scratch:
         work = Path(scratch)
         (work / "logs").mkdir()
-        stores: dict[str, Store] = {}
-        if "sqlite" in needed:
-            (work / "sqlite").mkdir()
-            stores["sqlite"] = SqliteStore(work / "sqlite")
-        redis_version = None
-        if "redis" in needed:
-            try:
-                redis_store = RedisStore()
-            except RuntimeError as error:
-                print(f"cannot start redis-server: {error}; or run --backends sqlite")
-                return 2
-            stores["redis"] = redis_store
-            redis_version = await redis_store.version()
+        try:
+            stores = await open_stores(needed, work)
+        except RuntimeError as problem:
+            print(f"cannot start redis-server: {problem}; or run with --backends sqlite")
+            return 2
+        redis_store = stores.get("redis")
+        redis_version = await redis_store.version() if isinstance(redis_store, RedisStore) else None
         report = Report(
             mode="quick" if args.quick else "full",
             repeat=args.repeat,
@@ -149,27 +179,7 @@ async def main(args: argparse.Namespace) -> int:
                 await store.close()
     report.duration_seconds = time.monotonic() - started
     report.machine["load_average_at_end"] = load_average()
-    print()
-    print(table(report.figures))
-    json_path, png_path = write(report, args.out)
-    print(
-        f"\n{len(report.figures)} figures in {report.duration_seconds:.0f} s; "
-        f"wrote {json_path} and {png_path}"
-    )
-    missed = [f for f in report.figures if f.passed is False and not f.failed]
-    if missed:
-        print(
-            "bars missed: " + "; ".join(f"{f.workload} {f.backend} {f.spec.name}" for f in missed)
-        )
-    if report.errors:
-        print(f"\n!!! {len(report.errors)} REPETITIONS FAILED (runs lost or failed, or a crash):")
-        for error in report.errors:
-            print(
-                f"!!! {error['workload']} [{error['backend']}] #{error['repetition']}: "
-                f"{error['error'].splitlines()[0]}"
-            )
-        return 1
-    return 0
+    return summarize(report, args.out)
 
 
 if __name__ == "__main__":

@@ -82,7 +82,8 @@ def _panel(ax: Axes, name: str, unit: str, members: list[Figure], backends: list
     ax.set_xticks(range(len(metrics)))
     ax.set_xticklabels([_wrap(metric) for metric in metrics], fontsize=7)
     ax.margins(y=0.12)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
 
 
 def _wrap(text: str, width: int = 16) -> str:

@@ -102,7 +102,7 @@ def table(figures: Sequence[Figure]) -> str:
                 figure.backend,
                 figure.spec.name,
                 number(figure.median),
-                f"{number(figure.low)} - {number(figure.high)}",
+                f"{number(figure.low)} - {number(figure.high)}" if figure.values else "-",
                 figure.spec.unit,
                 str(figure.bar) if figure.bar else "",
                 _verdict(figure),
