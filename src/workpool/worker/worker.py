@@ -96,7 +96,7 @@ class Worker:
 
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
         while not self._stopping.is_set():
-            free = self.options.concurrency - len(self._active)
+            free = self._active.free_slots(self.options.concurrency)
             if free <= 0:
                 await self._until_stopping(self._active.wait_for_free_slot())
                 continue
