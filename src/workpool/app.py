@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-from workpool.backends import DEFAULT_URL, open_backend, sqlite_path
+from workpool.backends import DEFAULT_URL, open_backend, sqlite_synchronous
 from workpool.backends.base import Backend, CancelResult
 from workpool.client import RunHandle, build_new_run, check_name, require_run
 from workpool.clock import Clock, SystemClock
@@ -326,7 +326,7 @@ class Workpool:
 def _check_url(url: str) -> None:
     lowered = url.lower()
     if lowered.startswith("sqlite:"):
-        sqlite_path(url)
+        sqlite_synchronous(url)  # checks the path and the options
     elif not lowered.startswith(("redis://", "rediss://")):
         raise ConfigurationError(
             f"unsupported backend URL {url!r}: use sqlite:///path/to.db or "

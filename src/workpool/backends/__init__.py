@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from workpool.backends.base import Backend
 from workpool.errors import ConfigurationError
@@ -14,14 +14,15 @@ DEFAULT_URL = "sqlite:///workpool.db"
 async def open_backend(url: str, *, prefix: str = "workpool") -> Backend:
     """Open the backend a URL names; raise ConfigurationError or BackendUnavailableError.
 
-    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``,
+    ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (add
+    ``?synchronous=normal`` to trade the last commits on power loss for speed),
     ``redis://[[user]:password@]host[:port][/db]`` and ``rediss://`` (TLS).
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme == "sqlite":
         from workpool.backends.sqlite.backend import SQLiteBackend
 
-        return await SQLiteBackend.open(sqlite_path(url))
+        return await SQLiteBackend.open(sqlite_path(url), synchronous=sqlite_synchronous(url))
     if scheme in ("redis", "rediss"):
         from workpool.backends.redis.backend import RedisBackend
 
@@ -38,7 +39,36 @@ def sqlite_path(url: str) -> Path:
             f"malformed SQLite URL {url!r}: write sqlite:///relative/path.db "
             "or sqlite:////absolute/path.db"
         )
-    path = url[len("sqlite:///") :]
+    path = url[len("sqlite:///") :].split("?", 1)[0]
     if not path or path.endswith("/"):
         raise ConfigurationError(f"SQLite URL {url!r} names no file: add a file name")
     return Path(path)
+
+
+SYNCHRONOUS_LEVELS = ("FULL", "NORMAL")
+
+
+def sqlite_synchronous(url: str) -> str:
+    """The ``PRAGMA synchronous`` level a ``sqlite:///`` URL asks for: FULL by default.
+
+    FULL syncs the write-ahead log at every commit: a commit survives power loss.
+    NORMAL (``?synchronous=normal``) syncs at checkpoints only: still atomic and
+    consistent, and safe against a process crash, but the last commits before a
+    power loss or OS crash may be lost.
+    """
+    sqlite_path(url)
+    options = parse_qs(urlsplit(url).query, keep_blank_values=True)
+    for name, values in options.items():
+        if name != "synchronous":
+            raise ConfigurationError(
+                f"unknown SQLite URL option {name!r} in {url!r}: the only option is "
+                "synchronous=full|normal"
+            )
+        if len(values) > 1:
+            raise ConfigurationError(f"SQLite URL option {name!r} given twice in {url!r}")
+    level = options.get("synchronous", ["full"])[0].upper()
+    if level not in SYNCHRONOUS_LEVELS:
+        raise ConfigurationError(
+            f"in SQLite URL {url!r}, synchronous must be full or normal, got {level.lower()!r}"
+        )
+    return level

@@ -29,27 +29,49 @@ class ActiveRun:
 
 
 class ActiveRuns:
-    """Index of held runs by id; frees a slot whenever a run leaves."""
+    """Index of held runs by id, and the slots they take.
+
+    A slot is taken while a handler executes. A run whose handler is done but whose
+    outcome is not written yet is still held (its lease is renewed) but frees its
+    slot, so the next claim overlaps the write instead of waiting for it. At most
+    ``HELD_PER_SLOT`` runs per slot are held, which bounds what a slow backend lets
+    pile up.
+    """
+
+    HELD_PER_SLOT = 2
 
     def __init__(self) -> None:
         self._runs: dict[str, ActiveRun] = {}
+        self._executing = 0
         self._slot_freed = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._runs)
 
+    def free_slots(self, concurrency: int) -> int:
+        """How many more runs may be claimed now by a worker with ``concurrency`` slots."""
+        return min(
+            concurrency - self._executing, self.HELD_PER_SLOT * concurrency - len(self._runs)
+        )
+
     def add(self, entry: ActiveRun) -> None:
-        """Track a newly claimed run."""
+        """Track a newly claimed run; its handler takes a slot."""
         self._runs[entry.run_id] = entry
+        self._executing += 1
+
+    def handler_done(self, entry: ActiveRun) -> None:
+        """The run's handler finished (any way): free its slot."""
+        self._executing -= 1
+        self._slot_freed.set()
 
     def remove(self, entry: ActiveRun) -> None:
-        """Forget a run (finished, lost or released) and free its slot."""
+        """Forget a run (outcome written, lost or released)."""
         if self._runs.get(entry.run_id) is entry:
             del self._runs[entry.run_id]
             self._slot_freed.set()
 
     async def wait_for_free_slot(self) -> None:
-        """Return once a run has left since the last call."""
+        """Return once a slot was freed or a run left since the last call."""
         self._slot_freed.clear()
         await self._slot_freed.wait()
 

@@ -29,6 +29,12 @@ logger = logging.getLogger("workpool.worker")
 BACKEND_ERROR_PAUSE = 1.0
 """Seconds a side task waits after a backend error before trying again."""
 
+CLAIM_SHARE = 4
+"""One claim takes at most 1/CLAIM_SHARE of the slots. Many free slots are filled by
+a few claims in a row: the first runs start sooner, and a worker whose slots free up
+together does not fall into waves of one long claim, then every handler at once
+(B4 in docs/benchmarks.md; B2 is unchanged)."""
+
 
 class Worker:
     """Claims runs from its queues and executes them; see ``WorkerOptions``.
@@ -96,7 +102,8 @@ class Worker:
 
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
         while not self._stopping.is_set():
-            free = self.options.concurrency - len(self._active)
+            concurrency = self.options.concurrency
+            free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
             if free <= 0:
                 await self._until_stopping(self._active.wait_for_free_slot())
                 continue

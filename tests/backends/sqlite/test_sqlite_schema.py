@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from workpool.backends import open_backend
 from workpool.backends.sqlite import backend as backend_module
 from workpool.backends.sqlite import operations as operations_module
 from workpool.backends.sqlite.backend import SQLiteBackend
@@ -175,3 +176,14 @@ async def test_several_processes_can_open_the_same_new_file_at_once(tmp_path: Pa
         version = connection.execute("PRAGMA user_version").fetchone()[0]
     connection.close()
     assert (count, version) == (6, 1)
+
+
+@pytest.mark.parametrize(("url_option", "level"), [("", 2), ("?synchronous=normal", 1)])
+async def test_the_url_chooses_how_often_sqlite_syncs(
+    tmp_path: Path, url_option: str, level: int
+) -> None:
+    backend = await open_backend(f"sqlite:///{tmp_path}/sync.db{url_option}")
+    assert isinstance(backend, SQLiteBackend)
+    read = await backend._thread.read(lambda c: c.execute("PRAGMA synchronous").fetchone()[0])
+    await backend.close()
+    assert read == level  # 2: FULL (the default), 1: NORMAL

@@ -62,12 +62,14 @@ class SQLiteBackend:
         self._first_poll = FIRST_POLL_SECONDS
 
     @classmethod
-    async def open(cls, path: Path) -> SQLiteBackend:
+    async def open(cls, path: Path, *, synchronous: str = "FULL") -> SQLiteBackend:
         """Open (creating and migrating if needed) the database file at ``path``.
 
-        Raises BackendUnavailableError if the file cannot be opened or created.
+        ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
+        ``workpool.backends.sqlite_synchronous``). Raises BackendUnavailableError if
+        the file cannot be opened or created.
         """
-        return cls(await ConnectionThread.open(path))
+        return cls(await ConnectionThread.open(path, synchronous))
 
     async def _transact(self, operation: Callable[[Operations], T]) -> T:
         """Run ``operation`` in one transaction, then wake waiters on the woken queues."""

@@ -29,7 +29,7 @@ BUSY_TIMEOUT_SECONDS = 30.0
 """How long a transaction waits for another process's write lock before failing."""
 
 
-def open_connection(path: Path) -> sqlite3.Connection:
+def open_connection(path: Path, synchronous: str = "FULL") -> sqlite3.Connection:
     """Connect to ``path`` (created if missing), configure it and migrate the schema.
 
     Several processes opening a new file at once can get "database is locked" from
@@ -39,14 +39,14 @@ def open_connection(path: Path) -> sqlite3.Connection:
     deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
     while True:
         try:
-            return _open_once(path)
+            return _open_once(path, synchronous)
         except sqlite3.OperationalError as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
                 raise
         time.sleep(random.uniform(0.005, 0.05))
 
 
-def _open_once(path: Path) -> sqlite3.Connection:
+def _open_once(path: Path, synchronous: str) -> sqlite3.Connection:
     # timeout= sets the busy timeout; isolation_level=None: we issue BEGIN/COMMIT ourselves.
     connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     try:
@@ -57,7 +57,9 @@ def _open_once(path: Path) -> sqlite3.Connection:
                 f"SQLite database {path} cannot use WAL mode (got {mode!r}): "
                 "put it on a local file system, not in memory or on a network share"
             )
-        connection.execute("PRAGMA synchronous = FULL")
+        if synchronous not in ("FULL", "NORMAL"):  # never interpolate anything else
+            raise ValueError(f"unknown synchronous level {synchronous!r}")
+        connection.execute(f"PRAGMA synchronous = {synchronous}")
         connection.execute("PRAGMA foreign_keys = ON")
         migrate(connection, load_migrations(), path)
     except BaseException:
@@ -135,11 +137,11 @@ class ConnectionThread:
         """``data_version`` as of this connection's latest transaction."""
 
     @classmethod
-    async def open(cls, path: Path) -> ConnectionThread:
+    async def open(cls, path: Path, synchronous: str = "FULL") -> ConnectionThread:
         """Open (creating and migrating if needed) the database file at ``path``."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workpool-sqlite")
         try:
-            connection = await _in_thread(executor, partial(open_connection, path))
+            connection = await _in_thread(executor, partial(open_connection, path, synchronous))
         except sqlite3.Error as exc:
             executor.shutdown(wait=False)
             raise BackendUnavailableError(
