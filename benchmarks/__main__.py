@@ -22,7 +22,7 @@ from benchmarks import (
     b8_sqlite_normal,
 )
 from benchmarks.harness import Env, Workload
-from benchmarks.report import Report, load_average, machine_info, table, write
+from benchmarks.report import Report, git_state, load_average, machine_info, table, write
 from benchmarks.report_format import number
 from benchmarks.stats import Figure
 from benchmarks.stores import RedisStore, SqliteStore, Store
@@ -179,7 +179,18 @@ async def main(args: argparse.Namespace) -> int:
                 await store.close()
     report.duration_seconds = time.monotonic() - started
     report.machine["load_average_at_end"] = load_average()
+    note_code_changes(report)
     return summarize(report, args.out)
+
+
+def note_code_changes(report: Report) -> None:
+    """Flag (in the JSON and loudly here) a workpool that changed while it was measured."""
+    now = git_state()
+    changed = any(report.machine[key] != value for key, value in now.items())
+    report.machine["workpool_changed_during_run"] = changed
+    if changed:
+        report.machine["workpool_at_end"] = now
+        print("\n!!! workpool's code changed during the run: figures mix two versions")
 
 
 if __name__ == "__main__":

@@ -7,11 +7,9 @@ Worker processes run ``python -m workpool worker benchmarks.app:pool`` with the 
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks import sqlite_knob
 from workpool import RunContext, Workflow, Workpool
 
 IO_SLEEP_SECONDS = 0.01
@@ -45,6 +43,5 @@ def build(url: str | None = None) -> BenchApp:
     return BenchApp(pool, noop, io_sleep)
 
 
-sqlite_knob.apply_from_environment(os.environ)
 app = build()
 pool = app.pool

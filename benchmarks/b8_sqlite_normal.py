@@ -1,44 +1,52 @@
 """B8 SQLite durability: B1 one-at-a-time and B2 two-process drain at synchronous=NORMAL.
 
-workpool keeps ``synchronous=FULL``; compare these figures with B1 and B2 on SQLite.
-The level is set through ``sqlite_knob`` (benchmark-only; workpool is not edited).
+workpool's default is ``synchronous=FULL``; compare these figures with B1 and B2 on
+SQLite. NORMAL is asked for the supported way, with ``?synchronous=normal`` in the URL
+of the harness's pool and of every worker process.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
-from benchmarks import sqlite_knob
 from benchmarks.b1_enqueue import one_at_a_time
 from benchmarks.b2_drain import drain
 from benchmarks.harness import Env, Workload, opened_app
 from benchmarks.stats import Measured, MetricSpec
+from benchmarks.stores import SqliteStore
 from benchmarks.workers import BenchmarkError
 
-SETTINGS = {"synchronous": "NORMAL"}
+QUERY = "synchronous=normal"
 ONE = "one at a time (B1), NORMAL"
 TWO = "drain, 2 processes (B2), NORMAL"
 
 
+def _normal_store(env: Env) -> SqliteStore:
+    """A store next to the suite's whose URLs ask for synchronous=normal."""
+    try:
+        from workpool.backends import sqlite_synchronous
+    except ImportError:
+        raise BenchmarkError("this workpool has no ?synchronous= URL option") from None
+    if not isinstance(env.store, SqliteStore):
+        raise TypeError("B8 runs on SQLite only")
+    sqlite_synchronous(f"sqlite:///check.db?{QUERY}")  # ConfigurationError if refused
+    directory = env.store.directory / "normal"
+    directory.mkdir(exist_ok=True)
+    return SqliteStore(directory, QUERY)
+
+
 async def run(env: Env) -> Measured:
-    """One repetition of each, every connection (harness and workers) at NORMAL."""
+    """One repetition of each, on fresh files, every connection at NORMAL."""
     singles = 5_000 if env.quick else 20_000
     drained = 10_000 if env.quick else 20_000
-    log_path = env.log_dir / f"sqlite-knob-{os.getpid()}.log"
-    log_path.unlink(missing_ok=True)
+    store = _normal_store(env)
     try:
-        with sqlite_knob.pragmas(SETTINGS, log_path) as worker_env:
-            knob_env = replace(env, worker_env={**env.worker_env, **worker_env})
-            target = await env.store.fresh()
-            async with opened_app(target) as app:
-                one = await one_at_a_time(app, singles)
-            two = await drain(knob_env, 2, drained)
-    except AttributeError as error:
-        raise BenchmarkError(f"the SQLite knob no longer fits workpool's code: {error}") from None
-    processes = sqlite_knob.processes_with(log_path, SETTINGS)
-    if os.getpid() not in processes or len(processes - {os.getpid()}) < 2:
-        raise BenchmarkError(f"synchronous=NORMAL reached only processes {sorted(processes)}")
+        target = await store.fresh()
+        async with opened_app(target) as app:
+            one = await one_at_a_time(app, singles)
+        two = await drain(replace(env, store=store), 2, drained)
+    finally:
+        await store.close()
     return Measured({ONE: one, TWO: two})
 
 

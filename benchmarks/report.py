@@ -55,7 +55,7 @@ def machine_info(redis_version: str | None) -> dict[str, Any]:
         "redis_server": redis_version,
         "sqlite": sqlite3.sqlite_version,
         "load_average_at_start": load_average(),
-        **_git_state(),
+        **git_state(),
     }
 
 
@@ -64,7 +64,7 @@ def load_average() -> list[float]:
     return [round(load, 2) for load in os.getloadavg()]
 
 
-def _git_state() -> dict[str, Any]:
+def git_state() -> dict[str, Any]:
     """The commit, and whether src/ had uncommitted changes (with a hash of them)."""
 
     def git(*args: str) -> str:

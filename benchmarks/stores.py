@@ -52,9 +52,9 @@ class SqliteTarget:
 
     backend = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, query: str = "") -> None:
         self.path = path
-        self.url = f"sqlite:///{path}"
+        self.url = f"sqlite:///{path}" + (f"?{query}" if query else "")
         self._reader: sqlite3.Connection | None = None
 
     async def active_count(self, *, scheduled: bool = True) -> int:
@@ -144,19 +144,23 @@ class Store(Protocol):
 
 
 class SqliteStore:
-    """New files in a directory; the previous repetition's file is deleted."""
+    """New files in a directory; the previous repetition's file is deleted.
+
+    ``query`` is appended to every URL (``synchronous=normal`` for B8).
+    """
 
     backend = "sqlite"
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, query: str = "") -> None:
         self.directory = directory
+        self.query = query
         self._count = 0
 
     async def fresh(self) -> SqliteTarget:
         for old in self.directory.glob("bench-*.db*"):
             old.unlink()
         self._count += 1
-        return SqliteTarget(self.directory / f"bench-{self._count}.db")
+        return SqliteTarget(self.directory / f"bench-{self._count}.db", self.query)
 
     async def close(self) -> None:
         for old in self.directory.glob("bench-*.db*"):
