@@ -20,6 +20,7 @@ from benchmarks import (
     b6_footprint,
     b7_round_trips,
     b8_sqlite_normal,
+    cpu,
 )
 from benchmarks.harness import Env, Workload
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
@@ -80,7 +81,7 @@ async def run_workload(workload: Workload, env: Env, repeat: int, report: Report
     ]
     for repetition in range(1, repeat + 1):
         label = f"{workload.id} {workload.title} [{env.backend}] {repetition}/{repeat}"
-        started = time.monotonic()
+        started, cpu_before = time.monotonic(), cpu.sample(env.redis_pid)
         try:
             measured = await workload.run(env)
         except Exception as error:
@@ -97,21 +98,25 @@ async def run_workload(workload: Workload, env: Env, repeat: int, report: Report
             for figure in figures:
                 figure.failed = True
             continue
-        elapsed = time.monotonic() - started
+        elapsed, used = time.monotonic() - started, cpu.sample(env.redis_pid) - cpu_before
         for figure in figures:
             if figure.spec.name in measured.values:
                 figure.values.append(measured.values[figure.spec.name])
         shown = "; ".join(f"{name} {number(value)}" for name, value in measured.values.items())
-        print(f"{label} ({elapsed:.1f} s): {shown}", flush=True)
-        if measured.details:
-            report.details.append(
-                {
-                    "workload": workload.id,
-                    "backend": env.backend,
-                    "repetition": repetition,
-                    **measured.details,
-                }
-            )
+        disturbed = f"; OTHER PROCESSES USED {used.others:.1f} CPU s" if used.others > 1 else ""
+        print(f"{label} ({elapsed:.1f} s{disturbed}): {shown}", flush=True)
+        report.details.append(
+            {
+                "workload": workload.id,
+                "backend": env.backend,
+                "repetition": repetition,
+                "seconds": round(elapsed, 2),
+                "suite_cpu_seconds": round(used.suite, 2),
+                "other_processes_cpu_seconds": round(used.others, 2),
+                "steal_cpu_seconds": round(used.steal, 2),
+                **measured.details,
+            }
+        )
     return figures
 
 
@@ -162,7 +167,9 @@ async def main(args: argparse.Namespace) -> int:
             print(f"cannot start redis-server: {problem}; or run with --backends sqlite")
             return 2
         redis_store = stores.get("redis")
-        redis_version = await redis_store.version() if isinstance(redis_store, RedisStore) else None
+        redis_version, redis_pid = None, None
+        if isinstance(redis_store, RedisStore):
+            redis_version, redis_pid = await redis_store.version(), redis_store.server.pid
         report = Report(
             mode="quick" if args.quick else "full",
             repeat=args.repeat,
@@ -172,7 +179,7 @@ async def main(args: argparse.Namespace) -> int:
         try:
             for workload in selected:
                 for backend in [b for b in args.backends if b in workload.backends]:
-                    env = Env(stores[backend], args.quick, work / "logs")
+                    env = Env(stores[backend], args.quick, work / "logs", redis_pid=redis_pid)
                     report.figures.extend(await run_workload(workload, env, args.repeat, report))
         finally:
             for store in stores.values():
@@ -184,9 +191,10 @@ async def main(args: argparse.Namespace) -> int:
 
 
 def note_code_changes(report: Report) -> None:
-    """Flag (in the JSON and loudly here) a workpool that changed while it was measured."""
+    """Flag (in the JSON and loudly here) a src/ that changed while it was measured."""
     now = git_state()
-    changed = any(report.machine[key] != value for key, value in now.items())
+    keys = ("workpool_src_tree", "workpool_src_dirty", "workpool_src_diff_sha1")
+    changed = any(report.machine[key] != now[key] for key in keys)
     report.machine["workpool_changed_during_run"] = changed
     if changed:
         report.machine["workpool_at_end"] = now

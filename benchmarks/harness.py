@@ -33,7 +33,9 @@ class Env:
     quick: bool
     log_dir: Path
     worker_env: dict[str, str] = field(default_factory=dict)
-    """Extra environment for worker processes (the SQLite synchronous knob)."""
+    """Extra environment for worker processes."""
+    redis_pid: int | None = None
+    """The suite's redis-server, whose CPU time counts as the suite's."""
 
     @property
     def backend(self) -> str:

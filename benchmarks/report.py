@@ -65,7 +65,8 @@ def load_average() -> list[float]:
 
 
 def git_state() -> dict[str, Any]:
-    """The commit, and whether src/ had uncommitted changes (with a hash of them)."""
+    """The commit, the tree of its src/, and whether src/ had uncommitted changes (with a
+    hash of them)."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -77,6 +78,7 @@ def git_state() -> dict[str, Any]:
     dirty = bool(diff.strip() or untracked.strip())
     return {
         "workpool_commit": git("rev-parse", "HEAD").strip() or None,
+        "workpool_src_tree": git("rev-parse", "HEAD:src").strip() or None,
         "workpool_src_dirty": dirty,
         "workpool_src_diff_sha1": (
             hashlib.sha1((diff + untracked).encode()).hexdigest() if dirty else None

@@ -61,6 +61,11 @@ class RedisServer:
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return self._process.pid if self._process is not None else None
+
     def start(self) -> RedisServer:
         """Start the server and wait until it answers."""
         command = [
