@@ -7,7 +7,6 @@ import asyncio
 import sys
 import tempfile
 import time
-import traceback
 from datetime import datetime
 from pathlib import Path
 
@@ -20,14 +19,12 @@ from benchmarks import (
     b6_footprint,
     b7_round_trips,
     b8_sqlite_normal,
-    cpu,
 )
 from benchmarks.harness import Env, Workload
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
-from benchmarks.report_format import number
-from benchmarks.stats import Figure
+from benchmarks.runner import run_workload
 from benchmarks.stores import RedisStore, SqliteStore, Store
-from benchmarks.workers import ROOT, BenchmarkError
+from benchmarks.workers import ROOT
 
 WORKLOADS: tuple[Workload, ...] = (
     b1_enqueue.WORKLOAD,
@@ -54,6 +51,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis")
     parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="times a repetition disturbed by other processes is run again (default 2)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (1 if args.quick else 3)
@@ -70,54 +73,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if not any(set(w.backends) & set(args.backends) for w in WORKLOADS if w.id in args.only):
         parser.error(f"none of {args.only} runs on {args.backends}")
     return args
-
-
-async def run_workload(workload: Workload, env: Env, repeat: int, report: Report) -> list[Figure]:
-    """``repeat`` repetitions of one workload on one backend; failures are recorded."""
-    figures = [
-        Figure(workload.id, workload.title, env.backend, spec)
-        for spec in workload.metrics
-        if spec.only in (None, env.backend)
-    ]
-    for repetition in range(1, repeat + 1):
-        label = f"{workload.id} {workload.title} [{env.backend}] {repetition}/{repeat}"
-        started, cpu_before = time.monotonic(), cpu.sample(env.redis_pid)
-        try:
-            measured = await workload.run(env)
-        except Exception as error:
-            message = str(error) if isinstance(error, BenchmarkError) else traceback.format_exc()
-            print(f"!!! {label} FAILED: {message}", flush=True)
-            report.errors.append(
-                {
-                    "workload": workload.id,
-                    "backend": env.backend,
-                    "repetition": str(repetition),
-                    "error": message,
-                }
-            )
-            for figure in figures:
-                figure.failed = True
-            continue
-        elapsed, used = time.monotonic() - started, cpu.sample(env.redis_pid) - cpu_before
-        for figure in figures:
-            if figure.spec.name in measured.values:
-                figure.values.append(measured.values[figure.spec.name])
-        shown = "; ".join(f"{name} {number(value)}" for name, value in measured.values.items())
-        disturbed = f"; OTHER PROCESSES USED {used.others:.1f} CPU s" if used.others > 1 else ""
-        print(f"{label} ({elapsed:.1f} s{disturbed}): {shown}", flush=True)
-        report.details.append(
-            {
-                "workload": workload.id,
-                "backend": env.backend,
-                "repetition": repetition,
-                "seconds": round(elapsed, 2),
-                "suite_cpu_seconds": round(used.suite, 2),
-                "other_processes_cpu_seconds": round(used.others, 2),
-                "steal_cpu_seconds": round(used.steal, 2),
-                **measured.details,
-            }
-        )
-    return figures
 
 
 async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
@@ -145,6 +100,8 @@ def summarize(report: Report, out: Path) -> int:
         print(
             "bars missed: " + "; ".join(f"{f.workload} {f.backend} {f.spec.name}" for f in missed)
         )
+    for warning in report.warnings:
+        print(f"!!! {warning}")
     if not report.errors:
         return 0
     print(f"\n!!! {len(report.errors)} REPETITIONS FAILED (runs lost or failed, or a crash):")
@@ -180,7 +137,8 @@ async def main(args: argparse.Namespace) -> int:
             for workload in selected:
                 for backend in [b for b in args.backends if b in workload.backends]:
                     env = Env(stores[backend], args.quick, work / "logs", redis_pid=redis_pid)
-                    report.figures.extend(await run_workload(workload, env, args.repeat, report))
+                    figures = await run_workload(workload, env, args.repeat, args.retries, report)
+                    report.figures.extend(figures)
         finally:
             for store in stores.values():
                 await store.close()

@@ -34,6 +34,8 @@ class Report:
     figures: list[Figure] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     details: list[dict[str, Any]] = field(default_factory=list)
+    """One entry per repetition run, discarded ones included."""
+    warnings: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
 
 
@@ -149,6 +151,7 @@ def to_json(report: Report) -> dict[str, Any]:
             for figure in report.figures
         ],
         "errors": report.errors,
+        "warnings": report.warnings,
         "details": report.details,
     }
 
