@@ -54,12 +54,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--retries",
         type=int,
-        default=2,
-        help="times a repetition disturbed by other processes is run again (default 2)",
+        help="times a repetition disturbed by other processes is run again (2; --quick: 0)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
     args.repeat = args.repeat or (1 if args.quick else 3)
+    if args.retries is None:
+        args.retries = 0 if args.quick else 2
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     known = [workload.id for workload in WORKLOADS]
