@@ -68,12 +68,13 @@ class CommandLink:
                 if connection is not None and _ends_connection(error):
                     self._connection = None
                     await connection.disconnect(nowait=True)
-                if isinstance(error, NETWORK_ERRORS):
-                    raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+                # First: the builtin TimeoutError (from asyncio.timeout) is an OSError.
                 if isinstance(error, TimeoutError):
                     raise BackendUnavailableError(
                         f"Redis did not answer {args[0]} within {COMMAND_TIMEOUT:.0f} s"
                     ) from error
+                if isinstance(error, NETWORK_ERRORS):
+                    raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
                 raise
 
     async def close(self) -> None:
