@@ -11,6 +11,7 @@ import pytest
 from redis.asyncio import Redis
 
 from workpool.backends.base import CompletionHook, Finish, NewRun
+from workpool.backends.redis import connection
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys
 from workpool.errors import BackendUnavailableError, ConfigurationError, CorruptRecordError
@@ -180,3 +181,12 @@ async def test_claim_returns_more_runs_than_a_lua_unpack_could(
     claimed = await redis_backend.claim(["q"], "w", count, 30, 3, NOW)
     assert len(claimed.runs) == count
     assert claimed.next_wake_at == NOW + 30
+
+
+async def test_a_command_over_its_time_limit_says_so_and_the_link_recovers(
+    redis_backend: RedisBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection, "COMMAND_TIMEOUT", 0.2)
+    with pytest.raises(BackendUnavailableError, match="did not answer BLPOP within"):
+        await redis_backend._link.call("BLPOP", "nothing-arrives-here", "2")
+    assert await redis_backend.get_run("missing") is None
