@@ -54,7 +54,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--retries",
         type=int,
-        help="times a repetition disturbed by other processes is run again (2; --quick: 0)",
+        help="times a repetition disturbed by other load is run again (2; --quick: 0)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
