@@ -1,10 +1,16 @@
-"""results.png: one panel per workload and unit, bars per backend, bar targets as lines."""
+"""results.png: one panel per workload and unit, bars per backend, bar targets as lines.
+
+``python -m benchmarks.chart [results.json]`` redraws the PNG next to a results file.
+"""
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -14,10 +20,13 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
 from benchmarks.report_format import number
-from benchmarks.stats import Figure
+from benchmarks.stats import Bar, Figure, MetricSpec
+from benchmarks.workers import ROOT
 
 COLORS = {"sqlite": "#4c72b0", "redis": "#c44e52"}
 COLUMNS = 3
+LOG_SPAN = 100
+"""A panel whose highest value is this many times its lowest median gets a log scale."""
 
 
 def draw(figures: Sequence[Figure], path: Path, title: str) -> None:
@@ -77,6 +86,10 @@ def _panel(ax: Axes, name: str, unit: str, members: list[Figure], backends: list
                 label = "_bar" if bar_labelled else "bar (target)"
                 ax.hlines(figure.bar.value, x - width / 2, x + width / 2, "black", label=label)
                 bar_labelled = True
+    highs = [f.high for f in members if f.values]
+    lows = [f.median for f in members if f.values and f.median > 0]
+    if highs and lows and max(highs) > LOG_SPAN * min(lows):
+        ax.set_yscale("log")  # a tail of seconds next to medians of a millisecond
     ax.set_title(name)
     ax.set_ylabel(unit)
     ax.set_xticks(range(len(metrics)))
@@ -97,3 +110,37 @@ def _wrap(text: str, width: int = 16) -> str:
             line = f"{line} {word}".strip()
     lines.append(line)
     return "\n".join(lines)
+
+
+def _figures_from(results: dict[str, Any]) -> list[Figure]:
+    figures = []
+    for entry in results["figures"]:
+        bars: dict[str, Bar] = {}
+        if entry["bar"]:
+            op, value = entry["bar"].split(" ", 1)
+            bars[entry["backend"]] = Bar(
+                ">=" if op == ">=" else "<=", float(value.replace(",", ""))
+            )
+        spec = MetricSpec(entry["metric"], entry["unit"], bars)
+        figures.append(
+            Figure(
+                entry["workload"],
+                entry["title"],
+                entry["backend"],
+                spec,
+                list(entry["values"]),
+                entry["failed"],
+            )
+        )
+    return figures
+
+
+def main(argv: list[str]) -> None:
+    path = Path(argv[0]) if argv else ROOT / "benchmarks" / "results" / "results.json"
+    results = json.loads(path.read_text())
+    title = f"workpool benchmarks ({results['mode']}, median of {results['repeat']})"
+    draw(_figures_from(results), path.with_suffix(".png"), title)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
