@@ -49,7 +49,7 @@ async def run_workload(
                 continue
             details["kept"] = True
             if details["disturbed"]:
-                report.warnings.append(f"{label} kept although disturbed (retries used up)")
+                report.warnings.append(f"{label} kept although disturbed ({retries} retries)")
             for figure in figures:
                 if figure.spec.name in values:
                     figure.values.append(values[figure.spec.name])
