@@ -38,7 +38,7 @@ async def test_a_done_handler_frees_its_slot_before_its_outcome_is_written() -> 
     active.add(second)
     assert active.free_slots(2) == 0
 
-    active.handler_done(first)  # outcome still to be written: the run is held
+    active.free_slot()  # outcome still to be written: the run is held
 
     assert active.free_slots(2) == 1
     assert len(active) == 2
@@ -49,7 +49,7 @@ async def test_held_runs_are_bounded_at_two_per_slot() -> None:
     for run_id in ("a", "b"):
         entry = await held(run_id)
         active.add(entry)
-        active.handler_done(entry)
+        active.free_slot()
 
     assert active.free_slots(1) == 0  # two outcomes wait to be written
 

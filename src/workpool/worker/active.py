@@ -59,8 +59,8 @@ class ActiveRuns:
         self._runs[entry.run_id] = entry
         self._executing += 1
 
-    def handler_done(self, entry: ActiveRun) -> None:
-        """The run's handler finished (any way): free its slot."""
+    def free_slot(self) -> None:
+        """A held run's handler finished (any way): free the slot it took."""
         self._executing -= 1
         self._slot_freed.set()
 

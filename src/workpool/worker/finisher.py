@@ -48,7 +48,7 @@ class Finisher:
 
     def handler_done(self, entry: ActiveRun, task: asyncio.Task[Finish]) -> None:
         """Done-callback of a handler task: queue its outcome, or drop an abandoned run."""
-        self._active.handler_done(entry)
+        self._active.free_slot()
         if entry.abandoned or task.cancelled():
             self._active.remove(entry)
             return
