@@ -284,3 +284,18 @@ async def test_cancel_many_finds_old_runs_behind_many_new_ones(
     assert counts == [2, 2, 1]
     assert [await status_of(backend, run.id) for run in old] == ["canceled"] * 5
     assert len((await claim(backend, start + 20, limit=1000)).runs) == 200
+
+
+async def test_cancel_many_without_a_workflow_fills_each_batch_across_workflows(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    runs = [
+        await enqueue(backend, new_run(start, workflow=name), start)
+        for name in ("a", "a", "b", "c", "c", "c")
+    ]
+
+    counts = await _cancel_all(backend, None, None, 4, start + 1)
+
+    assert counts == [4, 2]
+    assert [await status_of(backend, run_id) for run_id in runs] == ["canceled"] * 6
