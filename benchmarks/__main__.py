@@ -19,6 +19,7 @@ from benchmarks import (
     b6_footprint,
     b7_round_trips,
     b8_sqlite_normal,
+    b9_steps,
 )
 from benchmarks.harness import Env, Workload
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
@@ -35,6 +36,7 @@ WORKLOADS: tuple[Workload, ...] = (
     b6_footprint.WORKLOAD,
     b7_round_trips.WORKLOAD,
     b8_sqlite_normal.WORKLOAD,
+    b9_steps.WORKLOAD,
 )
 BACKENDS = ("sqlite", "redis")
 SKIPPED_WHEN_QUICK = frozenset({"B8"})
@@ -47,7 +49,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--quick", action="store_true", help="smaller workloads, 1 repetition unless --repeat"
     )
     parser.add_argument(
-        "--only", help="comma-separated workload ids, e.g. B1,B3 (default: all; --quick: B1-B7)"
+        "--only",
+        help="comma-separated workload ids, e.g. B1,B3 (default: all; --quick: all but B8)",
     )
     parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis")
     parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")

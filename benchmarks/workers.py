@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -31,8 +31,17 @@ class BenchmarkError(Exception):
 class WorkerProcess:
     """``python -m workpool worker benchmarks.app:pool`` on one store."""
 
-    def __init__(self, url: str, concurrency: int, log_path: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        url: str,
+        concurrency: int,
+        log_path: Path,
+        env: Mapping[str, str],
+        args: Sequence[str] = (),
+    ) -> None:
         self.log_path = log_path
+        self.killed_on_purpose = False
+        """It died of the SIGKILL a workload meant it to (``wait_killed``): not an error."""
         command = [
             sys.executable,
             "-m",
@@ -43,6 +52,7 @@ class WorkerProcess:
             str(concurrency),
             "--log-level",
             "WARNING",
+            *args,
         ]
         environment = {**os.environ, **env, "WORKPOOL_URL": url}
         with open(log_path, "ab") as log:
@@ -72,8 +82,24 @@ class WorkerProcess:
         """Resident set size now."""
         return int(self.process.memory_info().rss)
 
+    async def wait_killed(self, timeout: float) -> None:
+        """Wait for the process to die of SIGKILL (sent by itself); raise otherwise."""
+        deadline = time.monotonic() + timeout
+        while self.popen.poll() is None:
+            if time.monotonic() > deadline:
+                raise BenchmarkError(f"worker process {self.pid} still alive after {timeout} s")
+            await asyncio.sleep(0.002)
+        if self.popen.returncode != -signal.SIGKILL:
+            raise BenchmarkError(
+                f"worker process {self.pid} exited with code {self.popen.returncode}, "
+                f"not killed by SIGKILL:\n{self.log_tail()}"
+            )
+        self.killed_on_purpose = True
+
     def stop(self) -> None:
         """SIGTERM, then wait for a clean exit; kill and raise if it does not come."""
+        if self.killed_on_purpose:
+            return
         if self.popen.poll() is None:
             self.popen.send_signal(signal.SIGTERM)
         try:
@@ -100,6 +126,18 @@ class WorkerProcess:
         return "\n".join(text.splitlines()[-lines:])
 
 
+def start_worker(
+    target: Target,
+    concurrency: int,
+    log_dir: Path,
+    env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
+) -> WorkerProcess:
+    """Start one worker process (``args``: more CLI options, e.g. ``--lease-seconds 1``)."""
+    log_path = log_dir / f"worker-{next(_numbers)}.log"
+    return WorkerProcess(target.url, concurrency, log_path, env or {}, args)
+
+
 @asynccontextmanager
 async def workers(
     target: Target,
@@ -107,13 +145,17 @@ async def workers(
     concurrency: int,
     log_dir: Path,
     env: Mapping[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> AsyncIterator[list[WorkerProcess]]:
-    """Start ``count`` worker processes, yield once all are idle, SIGTERM them at exit."""
+    """Start ``count`` worker processes, yield once all are idle, SIGTERM them at exit.
+
+    Processes the caller appends to the yielded list (``start_worker``) are stopped
+    (or killed, after a failure) with the others.
+    """
     started: list[WorkerProcess] = []
     try:
         for _ in range(count):
-            log_path = log_dir / f"worker-{next(_numbers)}.log"
-            started.append(WorkerProcess(target.url, concurrency, log_path, env or {}))
+            started.append(start_worker(target, concurrency, log_dir, env, args))
         await wait_idle(target, started)
         yield started
     except BaseException:

@@ -1,7 +1,9 @@
 """Order processing on workpool's embedded SQLite default: `make demo`.
 
 Shows a flaky step retried with backoff, an on_complete callback, a delayed run, a
-cancel, and status/result reads, printing what happens as it happens.
+cancel, status/result reads, and a durable multi-step workflow (steps run once, a
+child run awaited and a durable sleep, both without holding a worker slot), printing
+what happens as it happens.
 """
 
 from __future__ import annotations
@@ -74,6 +76,23 @@ def send_review_request(ctx: RunContext, customer: str) -> str:
     return f"review request sent to {customer}"
 
 
+def reserve_stock(order_id: str) -> str:
+    """A side effect wrapped in a step: it runs once however often the workflow replays."""
+    say(f"reserve_stock {order_id}: reserved (printed once)")
+    return f"stock reserved for {order_id}"
+
+
+@pool.workflow()
+async def fulfil_order(ctx: RunContext, order: Order) -> str:
+    """Durable steps: each execution replays from the top with saved step results."""
+    say(f"fulfil_order {order.order_id}: executing (replays saved steps)")
+    reserved = await ctx.step.run("reserve-stock", reserve_stock, order.order_id)
+    receipt = await ctx.step.run_workflow("charge", charge_card, order)  # suspended meanwhile
+    await ctx.step.sleep("cooling-off", timedelta(seconds=1))  # suspended, slot freed
+    await ctx.step.emit_workflow("ask-for-review", send_review_request, order.customer)
+    return f"{reserved}; charged {receipt.charged_cents} cents"
+
+
 @pool.workflow()
 async def abandoned_cart_reminder(ctx: RunContext, customer: str) -> None:
     """Scheduled for later, then canceled: never runs."""
@@ -98,6 +117,11 @@ async def main() -> None:
         say(f"charge_card result: {receipt}")
         say(f"charge_card status: {await charge.status()}")
         say(f"send_review_request result: {await review.result(timeout=15)}")
+        second = Order(order_id="A-1002", customer="grace@example.com", amount_cents=990)
+        fulfil = await fulfil_order.run(second)
+        say(f"fulfil_order result: {await fulfil.result(timeout=20)}")
+        steps = await pool.get_steps(fulfil.id)
+        say("fulfil_order steps: " + ", ".join(f"{s.name}={s.status}" for s in steps))
         try:
             await reminder.result(timeout=1)
         except RunCanceledError as error:

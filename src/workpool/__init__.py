@@ -1,18 +1,23 @@
 """workpool: durable functions for Python on SQLite or Redis."""
 
 from workpool.app import Workpool
+from workpool.backends.base import QueueSettings
 from workpool.client import RunHandle
+from workpool.cron import Cron
 from workpool.definitions import PreparedRun, Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
+from workpool.engine.steps import Steps
 from workpool.errors import (
     BackendUnavailableError,
     ConfigurationError,
     CorruptRecordError,
+    DuplicateStepError,
     NonRetriableError,
     PayloadError,
     RunCanceledError,
     RunFailedError,
     RunNotFoundError,
+    StepTimeoutError,
     UnknownWorkflowError,
     WorkpoolError,
 )
@@ -22,14 +27,16 @@ from workpool.models import (
     Finished,
     OnComplete,
     Pending,
+    RegisteredWorkflow,
     Run,
     RunError,
     Running,
     RunResult,
     RunStatus,
+    Step,
     Success,
 )
-from workpool.options import RetryPolicy
+from workpool.options import RateLimit, RetryPolicy
 from workpool.worker import Worker, WorkerOptions
 
 __all__ = [
@@ -38,7 +45,11 @@ __all__ = [
     "Workflow",
     "PreparedRun",
     "RetryPolicy",
+    "RateLimit",
+    "Cron",
+    "QueueSettings",
     "RunContext",
+    "Steps",
     # runs
     "RunHandle",
     "Run",
@@ -52,6 +63,8 @@ __all__ = [
     "Failure",
     "Canceled",
     "OnComplete",
+    "Step",
+    "RegisteredWorkflow",
     # workers
     "Worker",
     "WorkerOptions",
@@ -67,4 +80,6 @@ __all__ = [
     "RunFailedError",
     "RunCanceledError",
     "CancelRequestedError",
+    "DuplicateStepError",
+    "StepTimeoutError",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import threading
 import weakref
@@ -12,25 +14,44 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 
 from workpool.backends import DEFAULT_URL, open_backend, sqlite_synchronous
-from workpool.backends.base import Backend, CancelResult
-from workpool.client import RunHandle, build_new_run, check_name, require_run
+from workpool.backends.base import (
+    Backend,
+    CancelResult,
+    Enqueued,
+    NewRun,
+    QueueSettings,
+    WorkflowInfo,
+)
+from workpool.client import (
+    RunHandle,
+    build_new_run,
+    check_name,
+    prepare_run,
+    registered_workflow,
+    require_run,
+    step_from_record,
+)
 from workpool.clock import Clock, SystemClock
+from workpool.cron import Cron
 from workpool.definitions import (
+    ConcurrencyKey,
     FailureCallback,
     Handler,
     PreparedRun,
     Register,
-    RunOptions,
     Workflow,
 )
 from workpool.errors import ConfigurationError, RunNotFoundError, UnknownWorkflowError
-from workpool.models import Run
-from workpool.options import RetryPolicy
+from workpool.logs import apply_level
+from workpool.models import RegisteredWorkflow, Run, Step
+from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
 from workpool.sync import Portal
 from workpool.worker import Worker, WorkerOptions
 
 CANCEL_BATCH = 500
+
+client_logger = logging.getLogger("workpool.client")
 
 
 class Workpool:
@@ -45,6 +66,8 @@ class Workpool:
         default_retry: the policy used by ``retry=True`` and ``retry_by_default``.
         max_payload_bytes: largest input, output or context, in bytes of JSON.
         clock: where time comes from (tests pass a manual clock).
+        log_level: DEBUG, INFO, WARNING or ERROR for workpool's loggers; defaults to
+            ``$WORKPOOL_LOG_LEVEL``, else INFO (an invalid value: a warning, and INFO).
     """
 
     def __init__(
@@ -57,7 +80,9 @@ class Workpool:
         default_retry: RetryPolicy | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         clock: Clock | None = None,
+        log_level: str | None = None,
     ) -> None:
+        apply_level(log_level)
         self.url = url or os.environ.get("WORKPOOL_URL") or DEFAULT_URL
         _check_url(self.url)
         self.prefix = check_name(prefix, what="prefix")
@@ -69,6 +94,8 @@ class Workpool:
         self.max_payload_bytes = max_payload_bytes
         self.clock: Clock = clock or SystemClock()
         self._workflows: dict[str, Workflow[Any, Any]] = {}
+        self._queue_defaults: dict[str, int | None] = {}
+        self._queue_rate_limits: dict[str, RateLimit] = {}
         self._backends: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Backend] = (
             weakref.WeakKeyDictionary()
         )
@@ -90,6 +117,10 @@ class Workpool:
         queue: str = "default",
         retries: bool | RetryPolicy | None = None,
         on_failure: Workflow[Any, Any] | FailureCallback | None = None,
+        max_concurrency: int | None = 1,
+        concurrency_key: ConcurrencyKey | None = None,
+        cron: Sequence[Cron] = (),
+        rate_limit: RateLimit | None = None,
     ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
@@ -100,6 +131,15 @@ class Workpool:
                 RetryPolicy, or None to follow the pool's ``retry_by_default``.
             on_failure: a workflow enqueued (atomically) or a callable called (in the
                 worker) with an ``OnComplete`` once a run of this workflow fails for good.
+            max_concurrency: at most this many runs of the workflow run at once across
+                every worker (default 1: one at a time); None for no limit.
+            concurrency_key: scope the limit per key computed from each run's input, e.g.
+                ``lambda order: order.customer_id`` (runs of one customer one at a time).
+            rate_limit: at most ``RateLimit(count, per=...)`` runs started per period
+                across every worker (optionally per key); runs over it wait for their
+                start time without using an attempt.
+            cron: ``Cron`` triggers; one worker of the pool (the leader) starts a run at
+                each tick. A tick is skipped while the workflow is at max_concurrency.
         """
 
         def register(handler: Handler[Any, Any]) -> Workflow[Any, Any]:
@@ -113,11 +153,50 @@ class Workpool:
                 queue=check_name(queue, what="queue name"),
                 retries=retries,
                 on_failure=on_failure,
+                max_concurrency=max_concurrency,
+                concurrency_key=concurrency_key,
+                cron=cron,
+                rate_limit=rate_limit,
             )
             self._workflows[workflow_name] = definition
             return definition
 
         return register
+
+    def queue(
+        self,
+        name: str,
+        *,
+        max_parallelism: int | None = None,
+        rate_limit: RateLimit | None = None,
+    ) -> None:
+        """Declare a queue's default ``max_parallelism`` (runs of it running at once,
+        across every worker; 0 starts none) and its ``rate_limit`` (runs started per
+        period, applied to runs this pool enqueues to the queue).
+
+        A worker serving the queue stores it when it starts, unless the queue already
+        has settings: a change made with ``set_max_parallelism``, ``pause`` or the
+        ``workpool queues`` command is kept.
+        """
+        queue = check_name(name, what="queue name")
+        self._queue_defaults[queue] = _check_parallelism(max_parallelism)
+        if rate_limit is not None:
+            if rate_limit.key is not None:
+                raise ConfigurationError(
+                    f"queue {queue!r}: a queue's rate_limit has no key (keys are computed "
+                    "from a workflow's input); put a keyed RateLimit on the workflow"
+                )
+            self._queue_rate_limits[queue] = rate_limit
+
+    @property
+    def queue_rate_limits(self) -> Mapping[str, RateLimit]:
+        """The rate limits declared with ``queue()``, by queue."""
+        return MappingProxyType(self._queue_rate_limits)
+
+    @property
+    def queue_defaults(self) -> Mapping[str, int | None]:
+        """The queues declared with ``queue()``, and their default ``max_parallelism``."""
+        return MappingProxyType(self._queue_defaults)
 
     @property
     def workflows(self) -> Mapping[str, Workflow[Any, Any]]:
@@ -209,6 +288,8 @@ class Workpool:
             return []
         backend = await self.backend()
         stored = await backend.enqueue(new_runs, now)
+        if client_logger.isEnabledFor(logging.INFO):
+            _log_enqueued(new_runs, stored)
         return [
             RunHandle(self, outcome.run_id, prepared.output_adapter)
             for outcome, prepared in zip(stored, runs, strict=True)
@@ -220,24 +301,29 @@ class Workpool:
         Takes the same options as ``Workflow.run``. If the workflow is defined on this
         pool, its input is validated as ``run`` would.
         """
-        definition = self._workflows.get(name)
-        if definition is not None:
-            prepared = definition.prepare(input, **options)
-        else:
-            text = to_json(input, what=f"input of workflow {name!r}")
-            prepared = PreparedRun(
-                check_name(name, what="workflow name"), text, RunOptions(**options)
-            )
-        return (await self.enqueue_many([prepared]))[0]
+        return (await self.enqueue_many([prepare_run(self, name, input, **options)]))[0]
 
     def handle(self, run_id: str) -> RunHandle[Any]:
         """A handle on an existing run, by id."""
         return RunHandle(self, run_id)
 
     async def get_run(self, run_id: str) -> Run:
-        """The full record of a run; RunNotFoundError if there is none."""
+        """The full record of a run, with its parent and children; RunNotFoundError if
+        there is none."""
         backend = await self.backend()
-        return require_run(await backend.get_run(run_id), run_id)
+        record = await backend.get_run(run_id)
+        children = tuple(await backend.get_children(run_id)) if record is not None else ()
+        return require_run(record, run_id, children)
+
+    async def get_steps(self, run_id: str) -> list[Step]:
+        """Every saved step of a run (``ctx.step.*``), oldest first; RunNotFoundError if
+        there is no such run."""
+        backend = await self.backend()
+        records = await backend.get_steps(run_id)
+        if not records and await backend.get_run(run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        now = self.clock.now()
+        return [step_from_record(run_id, record, now) for record in records]
 
     async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
         """Cancel a run: a pending run ends ``canceled`` at once; a running run is
@@ -272,6 +358,60 @@ class Workpool:
             total += count
             if count == 0:
                 return total
+
+    async def list_workflows(self) -> list[RegisteredWorkflow]:
+        """The workflows registered by the workers of every app, by name."""
+        backend = await self.backend()
+        return [registered_workflow(info) for info in await backend.list_workflows()]
+
+    def registry_records(self) -> list[WorkflowInfo]:
+        """This pool's definitions as registry records (stored by workers at start)."""
+        if not self.app:
+            raise ConfigurationError(
+                "starting a worker needs Workpool(app='<name>'): the application that "
+                "defines these workflows, so that only its own workers remove its stale "
+                "definitions from the registry"
+            )
+        records = []
+        for workflow in self._workflows.values():
+            retry = self.resolve_retry(None, workflow.retries)
+            records.append(
+                WorkflowInfo(
+                    name=workflow.name,
+                    app=self.app,
+                    queue=workflow.queue,
+                    max_concurrency=workflow.max_concurrency,
+                    retry=json.dumps(retry.to_json()) if retry is not None else None,
+                    cron=to_json(
+                        [trigger.to_json() for trigger in workflow.cron],
+                        what=f"cron triggers of workflow {workflow.name!r}",
+                    ),
+                    updated_at=0.0,
+                )
+            )
+        return records
+
+    async def get_queue(self, queue: str) -> QueueSettings:
+        """A queue's settings: ``max_parallelism`` (None: no limit) and ``paused``."""
+        backend = await self.backend()
+        return await backend.get_queue(check_name(queue, what="queue name"))
+
+    async def set_max_parallelism(self, queue: str, limit: int | None) -> QueueSettings:
+        """Let at most ``limit`` runs of ``queue`` run at once across every worker (None:
+        no limit; 0: start none). Raising it starts waiting runs at once."""
+        backend = await self.backend()
+        name = check_name(queue, what="queue name")
+        return await backend.set_queue(name, max_parallelism=_check_parallelism(limit))
+
+    async def pause(self, queue: str) -> QueueSettings:
+        """Start no more runs of ``queue``; running runs finish and are recorded."""
+        backend = await self.backend()
+        return await backend.set_queue(check_name(queue, what="queue name"), paused=True)
+
+    async def resume(self, queue: str) -> QueueSettings:
+        """Start runs of ``queue`` again (within its ``max_parallelism``)."""
+        backend = await self.backend()
+        return await backend.set_queue(check_name(queue, what="queue name"), paused=False)
 
     def worker(
         self,
@@ -308,9 +448,33 @@ class Workpool:
         """``get_run`` for synchronous code."""
         return self.portal.call(self.get_run(run_id))
 
+    def get_steps_sync(self, run_id: str) -> list[Step]:
+        """``get_steps`` for synchronous code."""
+        return self.portal.call(self.get_steps(run_id))
+
     def cancel_sync(self, run_id: str, reason: str | None = None) -> CancelResult:
         """``cancel`` for synchronous code."""
         return self.portal.call(self.cancel(run_id, reason))
+
+    def list_workflows_sync(self) -> list[RegisteredWorkflow]:
+        """``list_workflows`` for synchronous code."""
+        return self.portal.call(self.list_workflows())
+
+    def get_queue_sync(self, queue: str) -> QueueSettings:
+        """``get_queue`` for synchronous code."""
+        return self.portal.call(self.get_queue(queue))
+
+    def set_max_parallelism_sync(self, queue: str, limit: int | None) -> QueueSettings:
+        """``set_max_parallelism`` for synchronous code."""
+        return self.portal.call(self.set_max_parallelism(queue, limit))
+
+    def pause_sync(self, queue: str) -> QueueSettings:
+        """``pause`` for synchronous code."""
+        return self.portal.call(self.pause(queue))
+
+    def resume_sync(self, queue: str) -> QueueSettings:
+        """``resume`` for synchronous code."""
+        return self.portal.call(self.resume(queue))
 
     def cancel_all_sync(
         self,
@@ -321,6 +485,32 @@ class Workpool:
     ) -> int:
         """``cancel_all`` for synchronous code."""
         return self.portal.call(self.cancel_all(before=before, workflow=workflow, reason=reason))
+
+
+def _log_enqueued(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> None:
+    for run, outcome in zip(runs, stored, strict=True):
+        if outcome.created:
+            client_logger.info(
+                "run %s enqueued: workflow=%s queue=%s",
+                run.id,
+                run.workflow,
+                run.queue,
+                extra={
+                    "event": "enqueued",
+                    "run_id": run.id,
+                    "workflow": run.workflow,
+                    "queue": run.queue,
+                },
+            )
+
+
+def _check_parallelism(limit: int | None) -> int | None:
+    if limit is not None and (type(limit) is not int or limit < 0):  # bools too
+        raise ConfigurationError(
+            f"max_parallelism must be a whole number >= 0 (0 starts nothing) or None (no "
+            f"limit), got {limit!r}"
+        )
+    return limit
 
 
 def _check_url(url: str) -> None:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
 
-from workpool.backends.base import CompletionHook, NewRun, RunRecord
+from workpool.backends.base import (
+    CompletionHook,
+    NewRun,
+    RateLimitSpec,
+    RunRecord,
+    StepRecord,
+    WorkflowInfo,
+)
 from workpool.definitions import PreparedRun, RunOptions, Workflow
 from workpool.errors import (
     ConfigurationError,
@@ -24,12 +31,15 @@ from workpool.models import (
     Failure,
     Finished,
     Pending,
+    RegisteredWorkflow,
     Run,
     RunError,
     Running,
     RunStatus,
+    Step,
     Success,
 )
+from workpool.options import RateLimit
 from workpool.serialization import check_size, from_json, to_json
 
 if TYPE_CHECKING:
@@ -70,7 +80,7 @@ class RunHandle(Generic[OutputT]):
 
     async def status(self) -> RunStatus:
         """``Pending``, ``Running`` or ``Finished`` (with the result)."""
-        return status_of(await self.pool.get_run(self.id))
+        return status_of(await self._read())
 
     async def result(self, timeout: float | None = None) -> OutputT:
         """Wait for the run to finish and return its output.
@@ -110,14 +120,36 @@ class RunHandle(Generic[OutputT]):
         """``cancel`` for synchronous code."""
         self.pool.portal.call(self.cancel(reason))
 
+    async def _read(self) -> Run:
+        """The run without its children: one backend read."""
+        backend = await self.pool.backend()
+        return require_run(await backend.get_run(self.id), self.id)
+
     async def _wait_finished(self) -> Run:
         delay = 0.005
         while True:
-            run = await self.pool.get_run(self.id)
+            run = await self._read()
             if run.finished:
                 return run
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+
+def prepare_run(
+    pool: Workpool, target: Workflow[Any, Any] | str, input: Any, **options: Any
+) -> PreparedRun:
+    """Prepare a run of a workflow given as an object or a name.
+
+    A name defined on ``pool`` is validated like its workflow's ``run``; an unknown
+    name (a workflow defined in another codebase) only needs JSON input.
+    """
+    definition = target if isinstance(target, Workflow) else pool.workflows.get(target)
+    if definition is not None:
+        return definition.prepare(input, **options)
+    name = check_name(str(target), what="workflow name")
+    return PreparedRun(
+        name, to_json(input, what=f"input of workflow {name!r}"), RunOptions(**options)
+    )
 
 
 def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
@@ -145,7 +177,28 @@ def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
         hooks=_hooks(pool, options, definition),
         idempotency_key=options.idempotency_key,
         idempotency_ttl=ttl,
+        max_concurrency=definition.max_concurrency if definition is not None else None,
+        concurrency_key=prepared.concurrency_key,
+        rate_limits=_rate_limits(pool, definition, prepared, queue),
     )
+
+
+def _rate_limits(
+    pool: Workpool, definition: Workflow[Any, Any] | None, prepared: PreparedRun, queue: str
+) -> tuple[RateLimitSpec, ...]:
+    limits = []
+    if definition is not None and definition.rate_limit is not None:
+        key = prepared.rate_key or ""
+        limiter = f"workflow:{len(definition.name)}:{definition.name}:{key}"
+        limits.append(_spec(limiter, definition.rate_limit))
+    queue_limit = pool.queue_rate_limits.get(queue)
+    if queue_limit is not None:
+        limits.append(_spec(f"queue:{queue}", queue_limit))
+    return tuple(limits)
+
+
+def _spec(limiter: str, limit: RateLimit) -> RateLimitSpec:
+    return RateLimitSpec(limiter, limit.count, limit.seconds)
 
 
 def _available_at(options: RunOptions, now: float) -> float:
@@ -185,10 +238,11 @@ def _hook(
         context=context,
         retry=json.dumps(retry.to_json()) if retry is not None else None,
         on_failure_only=on_failure_only,
+        max_concurrency=target_def.max_concurrency if target_def is not None else None,
     )
 
 
-def run_from_record(record: RunRecord) -> Run:
+def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
     """Decode a stored record; CorruptRecordError names the run and field it chokes on."""
     return Run(
         id=record.id,
@@ -206,7 +260,53 @@ def run_from_record(record: RunRecord) -> Run:
         cancel_requested=record.cancel_requested,
         cancel_reason=record.cancel_reason,
         idempotency_key=record.idempotency_key,
+        parent_run_id=record.parent_run_id,
+        children=children,
     )
+
+
+def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
+    """Decode a registry record."""
+    try:
+        retry, cron = from_json(info.retry), from_json(info.cron)
+    except ValueError as error:
+        raise CorruptRecordError(
+            f"workflow {info.name!r}: its registry record is unreadable ({error})"
+        ) from error
+    return RegisteredWorkflow(
+        name=info.name,
+        app=info.app,
+        queue=info.queue,
+        max_concurrency=info.max_concurrency,
+        retry=retry,
+        cron=cron if isinstance(cron, list) else [],
+        updated_at=_time(info.updated_at),
+    )
+
+
+def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
+    """Decode a saved step; a sleep whose time has come shows as succeeded."""
+    status, finished_at = record.status, record.finished_at
+    if record.kind == "sleep" and record.wake_at is not None and record.wake_at <= now:
+        status, finished_at = "succeeded", record.wake_at
+    what = f"step {record.name!r} of run {run_id}"
+    try:
+        output = from_json(record.output)
+        error = from_json(record.error)
+        return Step(
+            name=record.name,
+            kind=record.kind,
+            status=status,
+            attempts=record.attempts,
+            output=output,
+            error=None if error is None else RunError.model_validate(error),
+            child_run_id=record.child_run_id,
+            wake_at=None if record.wake_at is None else _time(record.wake_at),
+            started_at=_time(record.started_at),
+            finished_at=None if finished_at is None else _time(finished_at),
+        )
+    except ValueError as problem:
+        raise CorruptRecordError(f"{what} is unreadable ({problem})") from problem
 
 
 def status_of(run: Run) -> RunStatus:
@@ -215,6 +315,8 @@ def status_of(run: Run) -> RunStatus:
         return Pending(previous_attempts=run.attempts)
     if run.status == "running":
         return Running(previous_attempts=max(run.attempts - 1, 0))
+    if run.status == "suspended":  # a suspended run has given its attempt back
+        return Running(previous_attempts=run.attempts)
     if run.status == "succeeded":
         return Finished(Success(output=run.output))
     if run.status == "failed":
@@ -223,11 +325,11 @@ def status_of(run: Run) -> RunStatus:
     return Finished(Canceled(reason=run.cancel_reason))
 
 
-def require_run(record: RunRecord | None, run_id: str) -> Run:
+def require_run(record: RunRecord | None, run_id: str, children: tuple[str, ...] = ()) -> Run:
     """The decoded run, or RunNotFoundError."""
     if record is None:
         raise RunNotFoundError(f"no run with id {run_id!r} exists")
-    return run_from_record(record)
+    return run_from_record(record, children)
 
 
 def _decode(record: RunRecord, field: str, text: str | None) -> Any:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import TypeAdapter
 
+from workpool.cron import Cron
 from workpool.errors import ConfigurationError
-from workpool.options import RetryPolicy
+from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ Handler = Callable[["RunContext", InputT], Awaitable[OutputT] | OutputT]
 AsyncHandler = Callable[["RunContext", InputT], Awaitable[OutputT]]
 SyncHandler = Callable[["RunContext", InputT], OutputT]
 FailureCallback = Callable[["OnComplete"], Awaitable[None] | None]
+ConcurrencyKey = Callable[[Any], object]
+"""Computes a run's concurrency key from its (validated) input; the result is str()-ed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,10 @@ class PreparedRun:
     options: RunOptions
     definition: Workflow[Any, Any] | None = None
     """The workflow that prepared it, if defined here: its queue and retries apply."""
+    concurrency_key: str | None = None
+    """The run's key for its workflow's ``max_concurrency``, if the workflow has one."""
+    rate_key: str | None = None
+    """The run's key for its workflow's ``rate_limit``, if that has a key."""
 
     @property
     def output_adapter(self) -> TypeAdapter[Any] | None:
@@ -82,15 +89,41 @@ class Workflow(Generic[InputT, OutputT]):
         queue: str,
         retries: bool | RetryPolicy | None,
         on_failure: Workflow[Any, Any] | FailureCallback | None,
+        max_concurrency: int | None = 1,
+        concurrency_key: ConcurrencyKey | None = None,
+        cron: Sequence[Cron] = (),
+        rate_limit: RateLimit | None = None,
     ) -> None:
+        if max_concurrency is not None and (
+            type(max_concurrency) is not int or max_concurrency < 1
+        ):
+            raise ConfigurationError(
+                f"workflow {name!r}: max_concurrency must be a positive integer or None "
+                f"(no limit), got {max_concurrency!r}"
+            )
+        if concurrency_key is not None and max_concurrency is None:
+            raise ConfigurationError(
+                f"workflow {name!r}: concurrency_key needs a max_concurrency to scope; "
+                "give max_concurrency=N (runs with one key at a time: 1)"
+            )
         self.pool = pool
         self.handler = handler
         self.name = name
         self.queue = queue
         self.retries = retries
         self.on_failure = on_failure
+        self.max_concurrency = max_concurrency
+        self.concurrency_key = concurrency_key
+        self.cron = tuple(cron)
+        self.rate_limit = rate_limit
         self.is_async = inspect.iscoroutinefunction(handler)
         self.input_adapter, self.output_adapter = _adapters_for(handler, name)
+        for trigger in self.cron:
+            if not isinstance(trigger, Cron):
+                raise ConfigurationError(
+                    f"workflow {name!r}: cron takes Cron(...) triggers, got {trigger!r}"
+                )
+            self.prepare(trigger.input)  # a trigger's input must be valid now, not at 3 am
 
     def __repr__(self) -> str:
         return f"<Workflow {self.name!r} queue={self.queue!r}>"
@@ -105,7 +138,32 @@ class Workflow(Generic[InputT, OutputT]):
         if self.input_adapter is not None:
             value = self.input_adapter.validate_python(input)
         text = to_json(value, what=f"input of workflow {self.name!r}", adapter=self.input_adapter)
-        return PreparedRun(self.name, text, RunOptions(**options), self)
+        rate_key = self.rate_limit.key if self.rate_limit is not None else None
+        return PreparedRun(
+            self.name,
+            text,
+            RunOptions(**options),
+            self,
+            self._key_of(value, self.concurrency_key, "concurrency_key"),
+            self._key_of(value, rate_key, "rate_limit key"),
+        )
+
+    def _key_of(self, value: Any, compute: Callable[[Any], object] | None, what: str) -> str | None:
+        if compute is None:
+            return None
+        try:
+            key = str(compute(value))
+        except Exception as error:
+            raise ConfigurationError(
+                f"workflow {self.name!r}: {what} raised {type(error).__name__}: "
+                f"{error}; it must compute a key from every valid input"
+            ) from error
+        if not key or len(key) > 200:
+            raise ConfigurationError(
+                f"workflow {self.name!r}: {what} must give a non-empty key of at "
+                f"most 200 characters, got {key!r}"
+            )
+        return key
 
     async def run(
         self,

@@ -8,8 +8,10 @@
     ├── RunNotFoundError            no run with that id
     ├── CorruptRecordError          a stored record cannot be read back
     ├── RunFailedError              RunHandle.result(): the run ended failed
-    ├── RunCanceledError            RunHandle.result(): the run ended canceled
+    ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
+    ├── StepTimeoutError            a step ran (or waited for its child) over its timeout
     └── NonRetriableError           raise it from a handler: fail now, no retry
+        └── DuplicateStepError      one execution used a step name twice
 
 Input validation errors are pydantic's own ``ValidationError``, raised unchanged
 to the caller of ``run()``.
@@ -52,8 +54,19 @@ class NonRetriableError(WorkpoolError):
     """Raise from a handler to fail the run at once, without further attempts."""
 
 
+class DuplicateStepError(NonRetriableError):
+    """One execution of a run used the same step name twice; the run fails, not retried."""
+
+
+class StepTimeoutError(WorkpoolError):
+    """A step ran, or waited for its child run, longer than its ``timeout``."""
+
+
 class RunFailedError(WorkpoolError):
-    """The run ended ``failed``; ``error`` carries the stored error."""
+    """The run ended ``failed``; ``error`` carries the stored error.
+
+    ``ctx.step.run_workflow`` raises it when the child run failed.
+    """
 
     def __init__(self, run_id: str, error: Any) -> None:
         self.run_id = run_id

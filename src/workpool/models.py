@@ -8,7 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunState = Literal["scheduled", "queued", "running", "succeeded", "failed", "canceled"]
+RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
+"""``suspended``: waiting on a child run or a sleep, holding no worker slot."""
 
 
 class RunError(BaseModel):
@@ -73,7 +74,7 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class Running:
-    """The run is executing in a worker."""
+    """The run is executing in a worker, or suspended while it waits on a step."""
 
     previous_attempts: int
     state: Literal["running"] = "running"
@@ -116,8 +117,49 @@ class Run:
     cancel_requested: bool
     cancel_reason: str | None
     idempotency_key: str | None
+    parent_run_id: str | None = None
+    """The run whose step started this one, if any."""
+    children: tuple[str, ...] = ()
+    """Runs started by this run's steps (``run_workflow``, ``emit_workflow``), oldest first."""
 
     @property
     def finished(self) -> bool:
         """Whether the run reached a terminal state."""
         return self.status in ("succeeded", "failed", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One saved step of a run (``ctx.step.*``), as ``Workpool.get_steps`` reports it."""
+
+    name: str
+    kind: Literal["run", "workflow", "emit", "sleep"]
+    """``run``: a function's result; ``workflow``: a child run awaited; ``emit``: a child
+    run started and not awaited; ``sleep``: a durable timer."""
+    status: Literal["waiting", "succeeded", "failed", "canceled"]
+    """``waiting``: its child or timer is pending; ``canceled``: its child was canceled."""
+    attempts: int
+    """Executions of the step that reached an outcome (a failed one is run again)."""
+    output: Any
+    """The saved result (JSON value); an ``emit`` step's is the child's run id."""
+    error: RunError | None
+    child_run_id: str | None
+    wake_at: datetime | None
+    """A sleep's end, or when waiting for a child times out."""
+    started_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredWorkflow:
+    """A workflow as the workers of an app registered it (``Workpool.list_workflows``)."""
+
+    name: str
+    app: str
+    queue: str
+    max_concurrency: int | None
+    retry: Any
+    """The retry policy as stored (JSON), or None: one attempt."""
+    cron: list[Any]
+    updated_at: datetime
+    """When a worker of the app last started with this definition."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -54,3 +55,29 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(max_attempts=1)
 """One attempt only: the policy when retries are off."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``count`` runs started per ``per``, across every worker (bursts of up to
+    ``count`` at once; beyond, starts are spaced ``per / count`` apart).
+
+    ``key``: scope the limit per key computed from a run's input (on a workflow only),
+    e.g. ``lambda order: order.customer_id``.
+    """
+
+    count: int
+    per: timedelta | float = timedelta(seconds=1)
+    key: Callable[[Any], object] | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.count) is not int or self.count < 1 or self.seconds <= 0:
+            raise ConfigurationError(
+                f"RateLimit needs count >= 1 and a positive period, got count={self.count!r} "
+                f"per={self.per!r}"
+            )
+
+    @property
+    def seconds(self) -> float:
+        """The period in seconds."""
+        return self.per.total_seconds() if isinstance(self.per, timedelta) else float(self.per)

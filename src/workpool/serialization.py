@@ -8,6 +8,7 @@ JSON of (dicts, lists, models, dataclasses, datetimes...) is accepted.
 from __future__ import annotations
 
 import json
+import traceback
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -53,3 +54,9 @@ def check_size(text: str, *, what: str, limit: int) -> str:
 def from_json(text: str | None) -> Any:
     """Decode stored JSON text (None stays None)."""
     return None if text is None else json.loads(text)
+
+
+def error_json(error: BaseException, *, with_traceback: bool = True) -> str:
+    """The stored form of an exception: ``{"type", "message", "traceback"}``."""
+    trace = "".join(traceback.format_exception(error)) if with_traceback else None
+    return json.dumps({"type": type(error).__name__, "message": str(error), "traceback": trace})

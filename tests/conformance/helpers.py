@@ -46,6 +46,8 @@ def new_run(
     hooks: Sequence[CompletionHook] = (),
     idempotency_key: str | None = None,
     idempotency_ttl: float = DEFAULT_TTL,
+    max_concurrency: int | None = None,
+    concurrency_key: str | None = None,
 ) -> NewRun:
     """A NewRun with a fresh id unless one is given."""
     return NewRun(
@@ -58,6 +60,8 @@ def new_run(
         hooks=tuple(hooks),
         idempotency_key=idempotency_key,
         idempotency_ttl=idempotency_ttl,
+        max_concurrency=max_concurrency,
+        concurrency_key=concurrency_key,
     )
 
 

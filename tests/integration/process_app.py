@@ -6,6 +6,8 @@ test can check what ran where, how often and in what order.
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import os
 import signal
 import time
@@ -25,7 +27,7 @@ def log(*fields: object) -> None:
         handle.write(line)
 
 
-@pool.workflow(retries=QUICK_RETRY)
+@pool.workflow(retries=QUICK_RETRY, max_concurrency=None)
 async def chore(ctx: RunContext, number: int) -> int:
     """Fails always when number % 25 == 0, on its first attempt when number % 10 == 0."""
     if number % 25 == 0:
@@ -38,7 +40,7 @@ async def chore(ctx: RunContext, number: int) -> int:
     return number
 
 
-@pool.workflow()
+@pool.workflow(max_concurrency=None)
 async def completed(ctx: RunContext, event: OnComplete) -> None:
     """on_complete target: records which run ended, and how."""
     log("hook", event.run_id, event.result.status, os.getpid())
@@ -59,3 +61,50 @@ async def poison(ctx: RunContext, value: int) -> None:
     log("start", ctx.run_id, ctx.attempt, os.getpid())
     os.kill(os.getpid(), signal.SIGKILL)
     raise NonRetriableError("unreachable")
+
+
+@pool.workflow()
+async def ten_steps(ctx: RunContext, crash_at: int) -> int:
+    """Ten steps; the first execution kills its own worker inside step ``crash_at``."""
+
+    def step(index: int) -> int:
+        log("step", ctx.run_id, index, ctx.attempt, os.getpid())
+        if index == crash_at and ctx.attempt == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return index
+
+    total = 0
+    for index in range(1, 11):
+        total += await ctx.step.run(f"step-{index}", step, index)
+    return total
+
+
+@pool.workflow()
+async def napper(ctx: RunContext, seconds: float) -> str:
+    """A step, a durable sleep, a step."""
+    await ctx.step.run("before", log, "before", ctx.run_id, os.getpid())
+    await ctx.step.sleep("nap", seconds)
+    await ctx.step.run("after", log, "after", ctx.run_id, os.getpid())
+    return "rested"
+
+
+@pool.workflow(max_concurrency=3)
+async def limited(ctx: RunContext, number: int) -> int:
+    """Counts, across processes, how many runs of it run at once (see ``running_now``)."""
+    log("concurrent", ctx.run_id, running_now(+1), os.getpid())
+    await asyncio.sleep(0.002)
+    running_now(-1)
+    return number
+
+
+def running_now(change: int) -> int:
+    """Add ``change`` to a counter shared by every worker process; return the new value."""
+    path = os.environ["WORKPOOL_TEST_LOG"] + ".running"
+    with open(path, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        value = int(handle.read() or 0) + change
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(value))
+        return value

@@ -92,6 +92,7 @@ async def test_three_workers_two_thousand_runs(workers: Workers, backend_url: st
     runs = 2000
     for _ in range(3):
         workers.start("--concurrency", "20", "--lease-seconds", "5", "--renew-seconds", "0.5")
+    await asyncio.sleep(2)  # let every process start: the runs now drain in seconds
     handles = await enqueue_chores(pool, runs)
     for _ in range(1200):
         if len(workers.lines("hook")) >= runs:
@@ -178,4 +179,64 @@ async def test_sigterm_finishes_short_runs_and_hands_back_long_ones(
     await workers.wait_for_line("start", long.id, count=2)
     assert (await pool.get_run(long.id)).attempts == 2
     await long.cancel()
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_a_crash_at_step_nine_replays_without_redoing_steps_one_to_eight(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    first = workers.start("--lease-seconds", "1", "--renew-seconds", "0.2")
+    (handle,) = await pool.enqueue_many([process_app.ten_steps.prepare(9)])
+    first.wait(timeout=30)  # killed by step 9
+    workers.start("--lease-seconds", "1", "--renew-seconds", "0.2")
+    assert await handle.result(timeout=30) == 55
+    executions = collections.Counter(row[1] for row in workers.lines("step") if row[0] == handle.id)
+    assert executions == {str(index): 2 if index == 9 else 1 for index in range(1, 11)}
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_a_sleep_survives_the_death_of_the_worker_that_started_it(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    first = workers.start()
+    (handle,) = await pool.enqueue_many([process_app.napper.prepare(2.0)])
+    await workers.wait_for_line("before", handle.id)
+    for _ in range(200):  # kill it once the run waits in the backend, not in the worker
+        if (await pool.get_run(handle.id)).status == "suspended":
+            break
+        await asyncio.sleep(0.02)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    workers.start()
+    assert await handle.result(timeout=30) == "rested"
+    assert len(workers.lines("before")) == 1
+    [after] = workers.lines("after")
+    assert after[1] != str(first.pid)
+    steps = await pool.get_steps(handle.id)
+    assert [(step.name, step.status) for step in steps] == [
+        ("before", "succeeded"),
+        ("nap", "succeeded"),
+        ("after", "succeeded"),
+    ]
+    assert steps[2].started_at >= steps[1].wake_at  # type: ignore[operator]
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_max_concurrency_holds_across_four_worker_processes(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    for _ in range(4):
+        workers.start("--concurrency", "10")
+    handles = await pool.enqueue_many([process_app.limited.prepare(n) for n in range(500)])
+    for handle in handles:
+        await handle.result(timeout=60)
+    seen = [int(row[1]) for row in workers.lines("concurrent")]
+    assert len(seen) == 500
+    assert max(seen) == 3  # never more, and reached
     await pool.aclose()

@@ -35,6 +35,14 @@ EXPECTED = {
     "RunFailedError",
     "RunCanceledError",
     "CancelRequestedError",
+    "Steps",
+    "Step",
+    "DuplicateStepError",
+    "StepTimeoutError",
+    "QueueSettings",
+    "RegisteredWorkflow",
+    "Cron",
+    "RateLimit",
 }
 
 

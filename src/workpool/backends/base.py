@@ -23,23 +23,64 @@ Run states::
     running --lease expired, reaped by claim--> queued   (or failed / canceled, see claim)
     running --release--> queued
     running --finish--> succeeded | failed | canceled    (terminal, final)
-    queued | scheduled --cancel--> canceled
+    running --finish(suspend)--> suspended (waits on children and/or a timer)
+    suspended --(an awaited child ends | wake_at <= now, promoted by claim)--> queued
+    queued | scheduled | suspended --cancel--> canceled
 
 Terminal transitions fire the run's completion hooks (see ``CompletionHook``) in the
-same atomic operation, exactly once.
+same atomic operation, exactly once. A run that ends ``canceled`` cancels, in the same
+operation, every unfinished child it awaits (children stored with a ``parent_step``),
+and so on down. A child that ends records its outcome in its parent's step and, if the
+parent is ``suspended``, queues the parent again, in the same operation.
+
+Attempts: a claim adds one to ``attempts``; suspending gives it back, so an execution
+resumed after a wait is the same attempt as the one that suspended.
+
+Concurrency gates: a run with ``max_concurrency`` belongs to the gate of its
+(workflow, concurrency_key). A gate admits at most ``max_concurrency`` runs at once,
+across every worker: only admitted runs are claimable, and a run stays admitted while
+it is ``queued`` (claimable) or ``running``. A run that becomes ``queued`` (enqueue,
+promotion, wake-up, requeue) joins its gate's waiting runs (still ``queued``, not
+claimable); a run that stops being admitted (it ends, is retried, suspends, or is
+requeued) frees its place. After either, in the same operation, the gate admits its
+oldest waiting runs (by ``available_at``) while it has fewer admitted runs than the
+``max_concurrency`` of the run that joined or left (so a changed limit applies from
+the next change at that gate). Admitted runs go to their queue like ungated ones and
+wake its workers. Claims never look at waiting runs: a full gate costs nothing while
+it stays full.
+
+Rate limits: a run with ``rate_limits`` starts no faster than each of them allows,
+across every worker. Each limiter (an id shared by the runs it limits) allows ``count``
+starts per ``per`` seconds, at most ``count`` at once (GCRA: starts are spaced
+``per / count`` apart, with a burst of ``count``). A run reserves its start time when
+it becomes ``queued`` without a reservation (enqueue, promotion of a scheduled run,
+retry, requeue): the earliest time every one of its limiters allows, each limiter
+recording the reservation. If that time is later than now, the run becomes
+``scheduled`` at that time instead, keeping the reservation (no attempt is used), and
+becomes ``queued`` when due without reserving again. So runs over a limit wait on
+timers, each for its own start time, and nothing re-reads them meanwhile.
+
+Queue limits (``set_queue``): a claim starts no more of a queue's runs than its
+``max_parallelism`` minus its running runs, and none while it is paused. A run that
+leaves ``running`` in a queue with a ``max_parallelism`` wakes that queue's idle
+workers if it has claimable runs; a claim that stopped at the limit does not (so idle
+workers do not wake each other in turn while the queue is full).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Literal, Protocol
 
-RunState = Literal["scheduled", "queued", "running", "succeeded", "failed", "canceled"]
+RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
-ACTIVE_STATES: frozenset[str] = frozenset({"scheduled", "queued", "running"})
+ACTIVE_STATES: frozenset[str] = frozenset({"scheduled", "queued", "running", "suspended"})
 
-FinishStatus = Literal["succeeded", "failed", "canceled", "retry"]
+FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
+StepKind = Literal["run", "workflow", "emit", "sleep"]
+StepStatus = Literal["waiting", "succeeded", "failed", "canceled"]
 CancelResult = Literal["canceled", "requested", "finished", "not_found"]
 
 
@@ -70,11 +111,24 @@ class CompletionHook:
     retry: str | None
     """JSON text of the hook run's retry policy, or None (one attempt)."""
     on_failure_only: bool
+    max_concurrency: int | None = None
+    """The hook run's gate limit (its gate has no concurrency key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSpec:
+    """One limiter a run counts against: ``count`` starts per ``per`` seconds."""
+
+    limiter: str
+    """Its id: runs with the same id share the limit (e.g. ``workflow:send_email``)."""
+    count: int
+    per: float
 
 
 @dataclass(frozen=True, slots=True)
 class NewRun:
-    """A run to store. The id is chosen by the caller (so batches need no round trip)."""
+    """A run to store. The id is chosen by the caller (so batches need no round trip);
+    it must not contain ``:`` (Redis keys of a run's steps and children append to it)."""
 
     id: str
     workflow: str
@@ -90,6 +144,19 @@ class NewRun:
     """With a key, a second enqueue of (workflow, key) within the TTL stores nothing."""
     idempotency_ttl: float = 7 * 24 * 3600.0
     """Seconds the idempotency key is remembered, from this enqueue."""
+    max_concurrency: int | None = None
+    """At most this many runs of (workflow, concurrency_key) admitted at once (see the
+    module docstring); None: the run is not gated."""
+    concurrency_key: str | None = None
+    """Scopes ``max_concurrency``: runs with different keys do not limit each other."""
+    rate_limits: tuple[RateLimitSpec, ...] = ()
+    """The limiters this run's starts count against (see the module docstring)."""
+    skip_if_busy: bool = False
+    """Store nothing (``Enqueued.skipped``) if the run's gate already admits
+    ``max_concurrency`` runs (a cron tick that would only wait behind them). Checked
+    after the idempotency key (an earlier run holding it is returned as usual) and
+    before anything is stored; a skipped run's key is not remembered. For ``enqueue``
+    only: children of ``save_step`` never set it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +167,8 @@ class Enqueued:
     """The stored run: the new one, or the earlier run holding the idempotency key."""
     created: bool
     """False when an unexpired idempotency key matched and nothing was stored."""
+    skipped: bool = False
+    """True when nothing was stored because of ``NewRun.skip_if_busy``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +195,8 @@ class RunRecord:
     cancel_reason: str | None
     lease_losses: int
     idempotency_key: str | None
+    parent_run_id: str | None = None
+    """The run whose step started this one, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +221,35 @@ class ClaimedRun:
     retry: str | None
     created_at: float
     available_at: float
+    has_steps: bool = False
+    """Whether the run has saved steps (a replay): the worker then loads them."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowInfo:
+    """A workflow definition as a worker registered it (``sync_registry``)."""
+
+    name: str
+    app: str
+    """The application whose workers define it; only they may remove it."""
+    queue: str
+    max_concurrency: int | None
+    retry: str | None
+    """JSON text of the workflow's retry policy, or None (the pool's default applies)."""
+    cron: str
+    """JSON text of the workflow's cron triggers (a list)."""
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """A queue's cluster-wide limits, as stored (never set: no limit, not paused)."""
+
+    name: str
+    max_parallelism: int | None = None
+    """At most this many runs of the queue running at once, across workers; None: no limit."""
+    paused: bool = False
+    """A paused queue starts nothing (running runs finish, their outcomes are written)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,8 +259,9 @@ class ClaimResult:
     runs: list[ClaimedRun]
     next_wake_at: float | None
     """Earliest future time at which claim could find new work in these queues without
-    any new enqueue: the first scheduled run's ``available_at`` or the first lease
-    expiry, whichever is sooner; None when there is neither."""
+    any new enqueue: the first scheduled run's ``available_at``, the first suspended
+    run's ``wake_at`` or the first lease expiry, whichever is sooner; None when there
+    is none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +286,37 @@ class Finish:
     """JSON text ``{"type", "message", "traceback"}``, for ``failed`` and ``retry``."""
     retry_at: float | None = None
     """For ``retry``: when the next attempt may start."""
+    wake_at: float | None = None
+    """For ``suspend``: resume at this time at the latest (a durable timer)."""
+    waiting_on: tuple[str, ...] = ()
+    """For ``suspend``: child run ids; the run resumes as soon as any of them ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One saved step of a run, keyed by its name within the run.
+
+    ``kind``: ``run`` (a function's result), ``workflow`` (a child run awaited),
+    ``emit`` (a child run started, not awaited) or ``sleep`` (a durable timer).
+    ``status``: ``waiting`` (a child or timer pending), ``succeeded``, ``failed`` or
+    ``canceled`` (an awaited child was canceled; ``error`` then holds
+    ``{"type": "RunCanceledError", "message": <reason or "">, "traceback": null}``).
+    """
+
+    name: str
+    kind: StepKind
+    status: StepStatus
+    attempts: int
+    """How many times the step was executed to an outcome (success or failure)."""
+    started_at: float
+    output: str | None = None
+    """JSON text, for ``succeeded`` (an ``emit`` step: the child run id as a JSON string)."""
+    error: str | None = None
+    """JSON text ``{"type", "message", "traceback"}`` for ``failed`` and ``canceled``."""
+    child_run_id: str | None = None
+    wake_at: float | None = None
+    """``sleep``: when it ends; ``workflow``: when waiting for the child times out."""
+    finished_at: float | None = None
 
 
 class Backend(Protocol):
@@ -215,8 +347,9 @@ class Backend(Protocol):
     ) -> ClaimResult:
         """In ONE atomic operation: promote, reap, then claim up to ``limit`` runs.
 
-        1. Promote: scheduled runs of these queues with ``available_at <= now`` become
-           ``queued`` (at most a bounded batch per call, e.g. 1000, oldest first).
+        1. Promote: scheduled runs of these queues with ``available_at <= now``, and
+           suspended runs whose ``wake_at <= now``, become ``queued`` (at most a
+           bounded batch per call, e.g. 1000, oldest first).
         2. Reap: running runs of these queues whose lease expired (``expiry <= now``)
            get ``lease_losses += 1``, then: if cancel was requested, end ``canceled``;
            else if ``lease_losses >= max_lease_losses``, end ``failed`` with error
@@ -225,7 +358,9 @@ class Backend(Protocol):
            "traceback": null}``; else become ``queued`` again (available now). Both
            terminal cases fire hooks. At most a bounded batch per call.
         3. Claim: take up to ``limit`` queued runs, queues in the order given, oldest
-           ``available_at`` first within a queue, and make each ``running``:
+           ``available_at`` first within a queue, and from each queue no more than its
+           ``max_parallelism`` minus its running runs (none if paused), and make each
+           ``running``:
            ``attempts += 1``, ``started_at = now``, a new lease token, lease expiry
            ``now + lease_seconds``.
         """
@@ -250,10 +385,91 @@ class Backend(Protocol):
         - ``failed`` or ``canceled``: store error (for failed), end in that state.
         - ``retry``: store error, become ``scheduled`` at ``retry_at`` (or ``queued``
           if ``retry_at <= now``), lease dropped.
-        If cancel was requested for the run, ``failed``, ``canceled`` and ``retry``
-        all end ``canceled`` (with the cancel reason, and the entry's error, if any,
-        stored as the last failure); ``succeeded`` stays succeeded.
+        - ``suspend``: lease dropped, ``attempts -= 1``; if a run of ``waiting_on`` has
+          ended (or does not exist) or ``wake_at <= now``, become ``queued`` now;
+          else become ``suspended`` until an awaited child ends (any child with this
+          run as parent and a ``parent_step``) or ``wake_at`` is due (promoted by
+          ``claim`` like a scheduled run).
+        If cancel was requested for the run, ``failed``, ``canceled``, ``retry`` and
+        ``suspend`` all end ``canceled`` (with the cancel reason, and the entry's
+        error, if any, stored as the last failure); ``succeeded`` stays succeeded.
         Terminal outcomes fire hooks.
+        """
+        ...
+
+    async def save_step(
+        self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
+    ) -> StepRecord | None:
+        """Store a step of the leased run, in ONE atomic operation; return it as stored.
+
+        Only the lease holder writes: if the run is not ``running`` under ``lease``,
+        change nothing and return None. Otherwise replace the run's step named
+        ``step.name`` with ``step`` and mark the run as having steps (see
+        ``ClaimedRun.has_steps``).
+
+        With a ``child`` (steps of kind ``workflow`` and ``emit``), also enqueue it as
+        ``enqueue`` does (idempotency key, existing id), with ``parent_run_id`` = the
+        leased run and, for ``workflow``, ``parent_step`` = ``step.name``. The stored
+        step's ``child_run_id`` is the child actually stored or found; an ``emit``
+        step's ``output`` is that id as a JSON string. A ``workflow`` step whose child
+        (found by its idempotency key) has already ended takes the child's outcome at
+        once, as a child ending later would write it (see the module docstring). A run
+        found by the key is not re-parented: the deterministic keys the step engine
+        uses can only find this run's own child of that step.
+        """
+        ...
+
+    async def get_steps(self, run_id: str) -> list[StepRecord]:
+        """Every saved step of a run, oldest ``started_at`` first (none: empty list)."""
+        ...
+
+    async def get_children(self, run_id: str) -> list[str]:
+        """The ids of the runs started by the run's steps, oldest first."""
+        ...
+
+    async def set_queue(
+        self,
+        queue: str,
+        *,
+        max_parallelism: int | EllipsisType | None = ...,
+        paused: bool | None = None,
+        only_if_new: bool = False,
+    ) -> QueueSettings:
+        """Change a queue's settings in ONE operation; return them as now stored.
+
+        ``...`` / None leave ``max_parallelism`` / ``paused`` unchanged. With
+        ``only_if_new``, change nothing if the queue already has settings (a worker
+        declaring its defaults must not undo an operator's change). When the change
+        can let more runs start, wake the queue's idle workers.
+        """
+        ...
+
+    async def get_queue(self, queue: str) -> QueueSettings:
+        """A queue's settings (defaults if it has none)."""
+        ...
+
+    async def sync_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
+    ) -> list[str]:
+        """Record the workflows a worker of ``app`` defines, in ONE operation.
+
+        First remove every record of ``app`` whose name is not among ``workflows`` and
+        whose ``updated_at`` is older than ``now - grace`` (records of other apps, and
+        runs, are never touched); then store each given record with ``updated_at =
+        now``, replacing any record of that name. Returns the removed names, sorted.
+        """
+        ...
+
+    async def list_workflows(self) -> list[WorkflowInfo]:
+        """Every registered workflow, by name."""
+        ...
+
+    async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        """Take or extend the named lease (e.g. ``"cron"``: one leader among workers).
+
+        In ONE operation: if nobody holds ``name``, its holder's lease expired
+        (``expires_at <= now``) or ``holder`` holds it, make ``holder`` hold it until
+        ``now + seconds`` and return True; else change nothing and return False.
         """
         ...
 
@@ -268,8 +484,8 @@ class Backend(Protocol):
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """Cancel one run in ONE operation.
 
-        ``queued``/``scheduled``: set ``cancel_requested``, end ``canceled`` now, store
-        the reason, fire hooks, return ``"canceled"``. ``running``: set
+        ``queued``/``scheduled``/``suspended``: set ``cancel_requested``, end
+        ``canceled`` now, store the reason, fire hooks, return ``"canceled"``. ``running``: set
         ``cancel_requested`` and the reason, return ``"requested"`` (the lease holder
         learns of it on its next renew); a second cancel keeps the first reason.
         Terminal: change nothing, return ``"finished"``. Unknown id: ``"not_found"``.
@@ -281,9 +497,10 @@ class Backend(Protocol):
     ) -> int:
         """Cancel up to ``limit`` non-terminal runs in ONE operation; return how many.
 
-        Selects runs that are scheduled, queued or running (running ones not already
-        cancel-requested), created before ``before`` (if given), of ``workflow`` (if
-        given), and treats each as ``cancel`` does. Callers repeat until it returns 0.
+        Selects runs that are scheduled, queued, suspended or running (running ones
+        not already cancel-requested), created before ``before`` (if given), of ``workflow`` (if
+        given), and treats each as ``cancel`` does. Callers repeat until it returns 0;
+        the count may include children canceled along with a selected parent.
         """
         ...
 

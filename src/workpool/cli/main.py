@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from workpool.cli.queues import queues
 from workpool.cli.worker import worker
 
 
@@ -14,6 +15,7 @@ def cli() -> None:
 
 
 cli.add_command(worker)
+cli.add_command(queues)
 
 
 def main() -> None:

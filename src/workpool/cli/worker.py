@@ -16,6 +16,7 @@ import click
 
 from workpool.app import Workpool
 from workpool.errors import WorkpoolError
+from workpool.logs import apply_level, configure_handler
 from workpool.worker import Worker
 
 
@@ -42,7 +43,18 @@ def load_pool(target: str) -> Workpool:
 @click.option("--lease-seconds", default=20.0, show_default=True, type=click.FloatRange(min=1))
 @click.option("--renew-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0.05))
 @click.option("--shutdown-grace", default=30.0, show_default=True, type=click.FloatRange(min=0))
-@click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-level",
+    default=None,
+    help="DEBUG, INFO, WARNING or ERROR (default: $WORKPOOL_LOG_LEVEL, else INFO).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one JSON object per line, with run events' fields, for log tools.",
+)
 def worker(
     pool_path: str,
     queues: str,
@@ -50,11 +62,13 @@ def worker(
     lease_seconds: float,
     renew_seconds: float,
     shutdown_grace: float,
-    log_level: str,
+    log_level: str | None,
+    log_format: str,
 ) -> None:
     """Run a worker for the pool MODULE:POOL until SIGTERM or SIGINT."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(message)s")
+    configure_handler(log_format)
     pool = load_pool(pool_path)
+    apply_level(log_level)  # after the pool: the command line wins over its option
     try:
         process = pool.worker(
             queues=[queue.strip() for queue in queues.split(",") if queue.strip()],

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from workpool.errors import WorkpoolError
+from workpool.engine.steps import Steps
+from workpool.errors import ConfigurationError, WorkpoolError
 
 
 class CancelRequestedError(WorkpoolError):
@@ -25,6 +26,17 @@ class RunContext:
     # A plain flag: set by the worker's loop, read by handler threads; assigning and
     # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
     _cancel_requested: bool = field(default=False, repr=False)
+    _steps: Steps | None = field(default=None, repr=False)
+
+    @property
+    def step(self) -> Steps:
+        """Durable steps, child runs and sleeps of this run (async handlers only)."""
+        if self._steps is None:
+            raise ConfigurationError(
+                f"ctx.step is only available in async handlers; make the handler of "
+                f"workflow {self.workflow!r} an 'async def' (its steps may still be sync)"
+            )
+        return self._steps
 
     @property
     def cancelled(self) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import traceback
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -16,10 +15,11 @@ from pydantic import ValidationError
 from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
+from workpool.engine.steps import LeaseLost, Steps, SuspendRun
 from workpool.errors import CorruptRecordError, NonRetriableError, PayloadError, WorkpoolError
 from workpool.options import RetryPolicy
 from workpool.retry import backoff_seconds, should_retry
-from workpool.serialization import check_size
+from workpool.serialization import check_size, error_json
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +31,6 @@ class Execution:
     now: Callable[[], float]
     rng: random.Random
     max_payload_bytes: int
-
-
-def error_json(error: BaseException, *, with_traceback: bool = True) -> str:
-    """The stored form of an exception: type, message, traceback."""
-    trace = "".join(traceback.format_exception(error)) if with_traceback else None
-    return json.dumps({"type": type(error).__name__, "message": str(error), "traceback": trace})
 
 
 def permanent_failure(claimed: ClaimedRun, error: BaseException) -> Finish:
@@ -56,18 +50,13 @@ async def execute(
         value = workflow.decode_input(claimed.input)
     except (ValueError, ValidationError) as error:
         return permanent_failure(claimed, _undecodable_input(claimed, error))
+    steps = ctx._steps
     try:
         result = await _call(workflow, ctx, value, env)
-    except asyncio.CancelledError:
-        if ctx.cancelled:
-            return Finish(claimed.lease, "canceled")
-        raise
-    except CancelRequestedError:
-        return Finish(claimed.lease, "canceled")
-    except NonRetriableError as error:
-        return permanent_failure(claimed, error)
-    except Exception as error:
-        return _failure(claimed, error, env)
+    except BaseException as error:  # every way a handler can end but returning
+        return _outcome_of_error(claimed, ctx, error, env)
+    if steps is not None and steps.duplicate is not None:
+        return permanent_failure(claimed, steps.duplicate)
     try:
         output = workflow.encode_output(result)
         check_size(
@@ -100,6 +89,45 @@ def _failure(claimed: ClaimedRun, error: Exception, env: Execution) -> Finish:
         return permanent_failure(claimed, error)
     retry_at = env.now() + backoff_seconds(policy, claimed.attempt, env.rng)
     return Finish(claimed.lease, "retry", error=error_json(error), retry_at=retry_at)
+
+
+def _outcome_of_error(
+    claimed: ClaimedRun, ctx: RunContext, error: BaseException, env: Execution
+) -> Finish:
+    steps = ctx._steps
+    if isinstance(error, asyncio.CancelledError):
+        if ctx.cancelled:
+            return Finish(claimed.lease, "canceled")
+        raise error
+    if isinstance(error, CancelRequestedError):
+        return Finish(claimed.lease, "canceled")
+    if steps is not None and steps.duplicate is not None:
+        return permanent_failure(claimed, steps.duplicate)
+    if isinstance(error, NonRetriableError):
+        return permanent_failure(claimed, error)
+    if isinstance(error, Exception):
+        return _failure(claimed, error, env)
+    return _signal_outcome(claimed, error, steps)
+
+
+def _signal_outcome(claimed: ClaimedRun, signal: BaseException, steps: Steps | None) -> Finish:
+    """The handler was unwound by the step engine (possibly inside an exception group)."""
+    if _only(signal, LeaseLost):
+        raise asyncio.CancelledError from signal  # the lease is gone: write nothing
+    if steps is not None and steps.suspension is not None and _only(signal, SuspendRun):
+        wait = steps.suspension
+        return Finish(claimed.lease, "suspend", wake_at=wait.wake_at, waiting_on=wait.waiting_on)
+    raise signal
+
+
+def _only(error: BaseException, kind: type[BaseException]) -> bool:
+    """Whether ``error`` is ``kind`` or a group of nothing but ``kind`` (and cancellations)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(
+            _only(inner, kind) or isinstance(inner, asyncio.CancelledError)
+            for inner in error.exceptions
+        ) and any(_only(inner, kind) for inner in error.exceptions)
+    return isinstance(error, kind)
 
 
 def _undecodable_input(claimed: ClaimedRun, error: Exception) -> Exception:

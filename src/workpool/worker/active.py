@@ -19,6 +19,8 @@ class ActiveRun:
     claimed: ClaimedRun
     ctx: RunContext
     task: asyncio.Task[Finish]
+    started_at: float = 0.0
+    """When the worker started it (the pool clock), for the completed event's duration."""
     abandoned: bool = False
     """Set when the lease is gone or handed back: the run's outcome is not written."""
 

@@ -22,6 +22,8 @@ logger = logging.getLogger("workpool.worker")
 
 BACKEND_ERROR_PAUSE = 1.0
 
+_OUTCOME_WORDS = {"succeeded": "success", "retry": "retrying", "suspend": "suspended"}
+
 
 class Finisher:
     """Collects finished attempts and writes whatever has accumulated in one call.
@@ -36,10 +38,10 @@ class Finisher:
         active: ActiveRuns,
         pool: Workpool,
         env: Execution,
-        on_retry_scheduled: Callable[[], None],
+        on_run_requeued: Callable[[], None],
     ) -> None:
         self._backend = backend
-        self._on_retry_scheduled = on_retry_scheduled
+        self._on_run_requeued = on_run_requeued
         self._active = active
         self._pool = pool
         self._env = env
@@ -87,20 +89,33 @@ class Finisher:
         for (entry, finish), written in zip(batch, applied, strict=True):
             self._active.remove(entry)
             self._report(entry, finish, written)
-        if any(finish.status == "retry" for finish in finishes):
-            self._on_retry_scheduled()
+        if any(finish.status in ("retry", "suspend") for finish in finishes):
+            self._on_run_requeued()  # it may be due before the claimer's next wake-up
 
     def _report(self, entry: ActiveRun, finish: Finish, written: bool) -> None:
         if not written:
             logger.warning("run %s: lease lost before its outcome was written", entry.run_id)
             return
-        logger.info(
-            "run %s completed: workflow=%s attempt=%d outcome=%s",
-            entry.run_id,
-            entry.claimed.workflow,
-            entry.claimed.attempt,
-            "retrying" if finish.status == "retry" else finish.status,
-        )
+        if logger.isEnabledFor(logging.INFO):
+            outcome = _OUTCOME_WORDS.get(finish.status, finish.status)
+            duration = round(max(0.0, self._pool.clock.now() - entry.started_at), 6)
+            logger.info(
+                "run %s completed: workflow=%s attempt=%d outcome=%s duration=%.3fs",
+                entry.run_id,
+                entry.claimed.workflow,
+                entry.claimed.attempt,
+                outcome,
+                duration,
+                extra={
+                    "event": "completed",
+                    "run_id": entry.run_id,
+                    "workflow": entry.claimed.workflow,
+                    "queue": entry.claimed.queue,
+                    "attempt": entry.claimed.attempt,
+                    "duration": duration,
+                    "outcome": outcome,
+                },
+            )
         if finish.status == "failed" and not entry.ctx.cancelled:
             self._call_on_failure(entry, finish)
 

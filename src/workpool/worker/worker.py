@@ -1,4 +1,4 @@
-"""Worker: a supervisor of three named side tasks (claimer, renewer, finisher)."""
+"""Worker: a supervisor of named side tasks (claimer, renewer, finisher; cron if any)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 from workpool.backends.base import Backend, ClaimedRun, Finish
 from workpool.engine.context import RunContext
 from workpool.engine.execute import Execution, execute, permanent_failure
+from workpool.engine.steps import StepEnvironment, Steps
 from workpool.errors import UnknownWorkflowError
 from workpool.worker.active import ActiveRun, ActiveRuns
+from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
 from workpool.worker.options import WorkerOptions
 
@@ -29,11 +31,20 @@ logger = logging.getLogger("workpool.worker")
 BACKEND_ERROR_PAUSE = 1.0
 """Seconds a side task waits after a backend error before trying again."""
 
+REGISTRY_GRACE = 30.0
+"""Seconds a registry record must be old before a worker of its app may remove it:
+a worker of the previous version may have just written it during a rolling deploy."""
+
 CLAIM_SHARE = 4
 """One claim takes at most 1/CLAIM_SHARE of the slots. Many free slots are filled by
 a few claims in a row: the first runs start sooner, and a worker whose slots free up
 together does not fall into waves of one long claim, then every handler at once
 (B4 in docs/benchmarks.md; B2 is unchanged)."""
+
+
+def _consume_outcome(task: asyncio.Future[object]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 class Worker:
@@ -44,6 +55,7 @@ class Worker:
     """
 
     def __init__(self, pool: Workpool, options: WorkerOptions) -> None:
+        self._registry = pool.registry_records()  # fails early without an app
         self.pool = pool
         self.options = options
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -60,6 +72,8 @@ class Worker:
             max_payload_bytes=pool.max_payload_bytes,
         )
         self._background: asyncio.Task[None] | None = None
+        self.cron = CronScheduler(pool, self.id)
+        """Fires the pool's cron triggers while this worker leads."""
 
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
@@ -68,12 +82,23 @@ class Worker:
     async def run(self) -> None:
         """Work until stopped; then shut down gracefully."""
         backend = await self.pool.backend()
+        removed = await backend.sync_registry(
+            self.pool.app or "", self._registry, self.pool.clock.now(), REGISTRY_GRACE
+        )
+        if removed:
+            logger.info("removed from the registry (no longer defined): %s", ", ".join(removed))
+        for queue in self.options.queues:
+            if queue in self.pool.queue_defaults:
+                limit = self.pool.queue_defaults[queue]
+                await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
         finisher = Finisher(backend, self._active, self.pool, self._env, self._nudged.set)
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
             asyncio.create_task(finisher.run(), name="finisher"),
         ]
+        if self.cron.has_triggers:
+            side_tasks.append(asyncio.create_task(self.cron.run(backend), name="cron"))
         stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
         logger.info("worker %s started on queues %s", self.id, ",".join(self.options.queues))
         try:
@@ -105,7 +130,9 @@ class Worker:
             concurrency = self.options.concurrency
             free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
             if free <= 0:
-                await self._until_stopping(self._active.wait_for_free_slot())
+                # A nudge (a retry or resume became due) cannot be acted on until a
+                # slot frees: waiting for the nudge too would turn this loop busily.
+                await self._until_stopping(self._active.wait_for_free_slot(), on_nudge=False)
                 continue
             now = self.pool.clock.now()
             self._nudged.clear()
@@ -123,7 +150,7 @@ class Worker:
                 await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
                 continue
             for claimed in result.runs:
-                self._start(claimed, finisher)
+                self._start(claimed, backend, finisher)
             if len(result.runs) < free:
                 await self._until_stopping(
                     backend.wait_for_work(self.options.queues, self._idle_wait(result.next_wake_at))
@@ -135,8 +162,9 @@ class Worker:
             return longest
         return max(0.0, min(longest, next_wake_at - self.pool.clock.now()))
 
-    async def _until_stopping(self, awaitable: Awaitable[object]) -> None:
-        """Await ``awaitable`` unless the worker starts stopping (or is nudged) first.
+    async def _until_stopping(self, awaitable: Awaitable[object], *, on_nudge: bool = True) -> None:
+        """Await ``awaitable`` unless the worker starts stopping (or, if ``on_nudge``,
+        is nudged) first.
 
         The finisher nudges the claimer when it schedules a retry, which may be due
         before the wake-up time the claimer knew of.
@@ -145,13 +173,17 @@ class Worker:
         the claim loop carries on once the backend is back.
         """
         waiter = asyncio.ensure_future(awaitable)
-        stop = asyncio.ensure_future(self._stopping.wait())
-        nudge = asyncio.ensure_future(self._nudged.wait())
+        others = [asyncio.ensure_future(self._stopping.wait())]
+        if on_nudge:
+            others.append(asyncio.ensure_future(self._nudged.wait()))
         try:
-            await asyncio.wait([waiter, stop, nudge], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([waiter, *others], return_when=asyncio.FIRST_COMPLETED)
         finally:  # also when this task itself is cancelled: leave no waiter behind
-            for task in (waiter, stop, nudge):
+            for task in (waiter, *others):
                 task.cancel()
+            # A waiter can still fail before the cancel reaches it (the backend went
+            # away meanwhile); nobody awaits it any more, so consume that outcome.
+            waiter.add_done_callback(_consume_outcome)
         if not waiter.done() or waiter.cancelled():
             return
         error = waiter.exception()
@@ -159,7 +191,7 @@ class Worker:
             logger.warning("waiting for work failed (%s); pausing %s s", error, BACKEND_ERROR_PAUSE)
             await asyncio.sleep(BACKEND_ERROR_PAUSE)
 
-    def _start(self, claimed: ClaimedRun, finisher: Finisher) -> None:
+    def _start(self, claimed: ClaimedRun, backend: Backend, finisher: Finisher) -> None:
         ctx = RunContext(
             run_id=claimed.lease.run_id,
             workflow=claimed.workflow,
@@ -167,17 +199,34 @@ class Worker:
             attempt=claimed.attempt,
             logger=logging.getLogger(f"workpool.run.{claimed.workflow}"),
         )
+        workflow = self.pool.workflows.get(claimed.workflow)
+        if workflow is not None and workflow.is_async:
+            ctx._steps = Steps(
+                StepEnvironment(self.pool, backend, claimed.lease, self._threads, claimed.has_steps)
+            )
         task = asyncio.create_task(self._execute(claimed, ctx), name=f"run {claimed.lease.run_id}")
-        entry = ActiveRun(claimed, ctx, task)
+        now = self.pool.clock.now()
+        entry = ActiveRun(claimed, ctx, task, started_at=now)
         self._active.add(entry)
         task.add_done_callback(lambda done: finisher.handler_done(entry, done))
-        logger.info(
-            "run %s started: workflow=%s queue=%s attempt=%d",
-            claimed.lease.run_id,
-            claimed.workflow,
-            claimed.queue,
-            claimed.attempt,
-        )
+        if logger.isEnabledFor(logging.INFO):
+            lag = round(max(0.0, now - claimed.available_at), 6)
+            logger.info(
+                "run %s started: workflow=%s queue=%s attempt=%d lag=%.3fs",
+                claimed.lease.run_id,
+                claimed.workflow,
+                claimed.queue,
+                claimed.attempt,
+                lag,
+                extra={
+                    "event": "started",
+                    "run_id": claimed.lease.run_id,
+                    "workflow": claimed.workflow,
+                    "queue": claimed.queue,
+                    "attempt": claimed.attempt,
+                    "lag": lag,
+                },
+            )
 
     async def _execute(self, claimed: ClaimedRun, ctx: RunContext) -> Finish:
         workflow = self.pool.workflows.get(claimed.workflow)

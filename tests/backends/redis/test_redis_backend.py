@@ -10,8 +10,8 @@ from typing import Any, cast
 import pytest
 from redis.asyncio import Redis
 
-from workpool.backends.base import CompletionHook, Finish, NewRun
-from workpool.backends.redis import connection
+from workpool.backends.base import CompletionHook, Finish, NewRun, StepRecord
+from workpool.backends.redis import codec, connection
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys
 from workpool.errors import BackendUnavailableError, ConfigurationError, CorruptRecordError
@@ -86,9 +86,21 @@ async def test_hot_path_operations_are_one_script_call_each(
     assert counter.take() == ["EVALSHA"]
     await redis_backend.renew([run.lease for run in claimed.runs], 30, NOW)
     assert counter.take() == ["EVALSHA"]
-    finishes = [Finish(lease=run.lease, status="succeeded", output="1") for run in claimed.runs]
-    assert await redis_backend.finish(finishes, NOW) == [True] * 10
+    leases = [run.lease for run in claimed.runs]
+    step = StepRecord(name="s", kind="run", status="succeeded", attempts=1, started_at=NOW)
+    assert await redis_backend.save_step(leases[0], step, NOW) == step
     assert counter.take() == ["EVALSHA"]
+    waiting = StepRecord(name="w", kind="workflow", status="waiting", attempts=1, started_at=NOW)
+    assert await redis_backend.save_step(leases[1], waiting, NOW, a_run("child"))
+    assert counter.take() == ["EVALSHA"]
+    suspend = Finish(lease=leases[1], status="suspend", wake_at=NOW + 9, waiting_on=("child",))
+    finishes = [Finish(lease=lease, status="succeeded", output="1") for lease in leases[2:]]
+    assert await redis_backend.finish([suspend, *finishes], NOW) == [True] * 9
+    assert counter.take() == ["EVALSHA"]
+    assert len(await redis_backend.get_steps(leases[0].run_id)) == 1
+    assert counter.take() == ["HGETALL"]
+    assert await redis_backend.get_children(leases[1].run_id) == ["child"]
+    assert counter.take() == ["LRANGE"]
 
 
 async def test_times_and_json_texts_come_back_exactly(redis_backend: RedisBackend) -> None:
@@ -190,3 +202,87 @@ async def test_a_command_over_its_time_limit_says_so_and_the_link_recovers(
     with pytest.raises(BackendUnavailableError, match="did not answer BLPOP within"):
         await redis_backend._link.call("BLPOP", "nothing-arrives-here", "2")
     assert await redis_backend.get_run("missing") is None
+
+
+async def test_steps_come_back_exactly_after_a_child_outcome_rewrites_them(
+    redis_backend: RedisBackend,
+) -> None:
+    await redis_backend.enqueue([a_run("parent")], NOW)
+    [parent] = (await redis_backend.claim(["q"], "w", 1, 30, 3, NOW)).runs
+    step = StepRecord(
+        name="charge/é",
+        kind="workflow",
+        status="waiting",
+        attempts=3,
+        started_at=NOW + 0.000001,
+        wake_at=NOW + 86_400.000001,
+    )
+    saved = await redis_backend.save_step(parent.lease, step, NOW, a_run("child", NOW))
+    assert saved is not None
+    assert saved.child_run_id == "child"
+    suspend = Finish(lease=parent.lease, status="suspend", waiting_on=("child",))
+    assert await redis_backend.finish([suspend], NOW)
+    [child] = (await redis_backend.claim(["q"], "w", 1, 30, 3, NOW)).runs
+    output = '{"big": 98765432109876543210, "path": "a/b", "text": "é\\n\\"q\\""}'
+    done = Finish(lease=child.lease, status="succeeded", output=output)
+    assert await redis_backend.finish([done], NOW + 0.000002)
+    [stored] = await redis_backend.get_steps("parent")
+    assert stored == StepRecord(
+        name="charge/é",
+        kind="workflow",
+        status="succeeded",
+        attempts=3,
+        started_at=NOW + 0.000001,
+        output=output,
+        child_run_id="child",
+        wake_at=NOW + 86_400.000001,
+        finished_at=NOW + 0.000002,
+    )
+
+
+async def test_a_step_without_a_child_is_stored_as_sent(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    await redis_backend.enqueue([a_run("plain")], NOW)
+    [claimed] = (await redis_backend.claim(["q"], "w", 1, 30, 3, NOW)).runs
+    step = StepRecord(
+        name="a", kind="run", status="succeeded", attempts=1, started_at=NOW, output="1.50"
+    )
+    await redis_backend.save_step(claimed.lease, step, NOW)
+    assert await raw.hget(keys.steps("plain"), "a") == codec.encode_step(step)
+    assert await raw.hget(keys.run("plain"), "has_steps") == "1"
+
+
+async def test_unreadable_step_names_run_and_step(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    for text, problem in [
+        ("{not json", "not JSON"),
+        ("[]", "not a JSON object"),
+        ('{"kind": "run", "status": "succeeded", "attempts": 1}', "missing started_at"),
+        ('{"kind": "nap", "status": "waiting", "attempts": 1, "started_at": "1"}', "kind"),
+        ('{"kind": "run", "status": "waiting", "attempts": "1", "started_at": "1"}', "attempts"),
+        ('{"kind": "run", "status": "waiting", "attempts": 1, "started_at": "x"}', "started_at"),
+        (
+            '{"kind": "run", "status": "waiting", "attempts": 1, "started_at": "1", "output": 2}',
+            "output",
+        ),
+    ]:
+        await raw.hset(keys.steps("broken"), "step-1", text)
+        with pytest.raises(CorruptRecordError, match=rf"broken.*step-1.*{problem}"):
+            await redis_backend.get_steps("broken")
+
+
+async def test_a_resumed_run_claimed_again_by_the_same_worker_gets_a_new_token(
+    redis_backend: RedisBackend,
+) -> None:
+    await redis_backend.enqueue([a_run("sleeper")], NOW)
+    [first] = (await redis_backend.claim(["q"], "w", 1, 30, 3, NOW)).runs
+    assert await redis_backend.finish(
+        [Finish(lease=first.lease, status="suspend", wake_at=NOW)], NOW
+    )
+    [second] = (await redis_backend.claim(["q"], "w", 1, 30, 3, NOW)).runs
+    assert (second.attempt, second.lease.run_id) == (first.attempt, "sleeper")
+    assert second.lease.token != first.lease.token
+    stale = Finish(lease=first.lease, status="succeeded", output="1")
+    assert await redis_backend.finish([stale], NOW) == [False]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
-from typing import cast, get_args
+from dataclasses import replace
+from types import EllipsisType
+from typing import Any, cast, get_args
 from urllib.parse import urlsplit
 
 from redis.asyncio import ConnectionPool
@@ -17,8 +20,11 @@ from workpool.backends.base import (
     Finish,
     Lease,
     NewRun,
+    QueueSettings,
     RenewResult,
     RunRecord,
+    StepRecord,
+    WorkflowInfo,
 )
 from workpool.backends.redis import codec
 from workpool.backends.redis.connection import COMMAND_TIMEOUT, NETWORK_ERRORS, CommandLink
@@ -31,6 +37,9 @@ CONNECT_TIMEOUT = 10.0
 
 LONGEST_WAIT = 24 * 3600.0
 """Seconds: longer waits are cut to this (callers may be woken early anyway)."""
+
+DEADLINE_SLACK = 0.002
+"""Seconds the local deadline of a blocking wait gives the server's own timeout first."""
 
 URL_FORMAT = "write redis://[[user]:password@]host[:port][/db], or rediss:// for TLS"
 
@@ -57,6 +66,13 @@ def check_url(url: str) -> None:
             f"malformed Redis URL {describe_url(url)!r}: database {database!r} is not a "
             f"number; {URL_FORMAT}"
         )
+
+
+def as_dict(reply: Any) -> dict[str, str]:
+    """An HGETALL reply as a dict (RESP2 replies come as a flat list)."""
+    if isinstance(reply, dict):
+        return reply
+    return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
 class RedisBackend:
@@ -110,13 +126,18 @@ class RedisBackend:
     async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
         if not runs:
             return []
-        skipped = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
-        return [
-            Enqueued(run_id=run.id, created=True)
-            if position not in skipped
-            else Enqueued(run_id=skipped[position], created=False)
-            for position, run in enumerate(runs)
-        ]
+        found = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
+        return [self._enqueued(run, position, found) for position, run in enumerate(runs)]
+
+    @staticmethod
+    def _enqueued(run: NewRun, position: int, found: dict[int, str | None]) -> Enqueued:
+        """The outcome of the run at ``position`` from enqueue.lua's reply."""
+        if position not in found:
+            return Enqueued(run_id=run.id, created=True)
+        stored = found[position]
+        if stored is None:
+            return Enqueued(run_id=run.id, created=False, skipped=True)
+        return Enqueued(run_id=stored, created=False)
 
     async def claim(
         self,
@@ -153,6 +174,67 @@ class RedisBackend:
             return []
         return await self._scripts.finish(codec.seconds(now), codec.encode_finishes(finishes))
 
+    async def save_step(
+        self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
+    ) -> StepRecord | None:
+        stored = await self._scripts.save_step(
+            codec.seconds(now),
+            (lease.run_id, lease.token),
+            step.name,
+            codec.encode_step(step),
+            None if child is None else (step.kind, codec.encode_runs([child], now)),
+        )
+        return None if stored is None else codec.decode_step(lease.run_id, step.name, stored)
+
+    async def get_steps(self, run_id: str) -> list[StepRecord]:
+        return codec.decode_steps(
+            run_id, as_dict(await self._link.call("HGETALL", self._keys.steps(run_id)))
+        )
+
+    async def get_children(self, run_id: str) -> list[str]:
+        return list(await self._link.call("LRANGE", self._keys.children(run_id), 0, -1))
+
+    async def set_queue(
+        self,
+        queue: str,
+        *,
+        max_parallelism: int | EllipsisType | None = ...,
+        paused: bool | None = None,
+        only_if_new: bool = False,
+    ) -> QueueSettings:
+        limit, paused_flag = codec.encode_queue_change(max_parallelism, paused)
+        stored = await self._scripts.set_queue(queue, limit, paused_flag, only_if_new)
+        return codec.decode_settings(queue, *stored)
+
+    async def get_queue(self, queue: str) -> QueueSettings:
+        stored = await self._link.call(
+            "HMGET", self._keys.settings(queue), "max_parallelism", "paused"
+        )
+        return codec.decode_settings(queue, *stored)
+
+    async def sync_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
+    ) -> list[str]:
+        records = [
+            part
+            for workflow in workflows
+            for part in (workflow.name, codec.encode_workflow(replace(workflow, app=app), now))
+        ]
+        return await self._scripts.sync_registry(app, codec.seconds(now - grace), records)
+
+    async def list_workflows(self) -> list[WorkflowInfo]:
+        stored = as_dict(await self._link.call("HGETALL", self._keys.registry()))
+        return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
+
+    async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        return await self._scripts.acquire_lease(
+            name,
+            holder,
+            codec.seconds(now),
+            codec.seconds(now + seconds),
+            codec.milliseconds(seconds),
+        )
+
     async def release(self, leases: Sequence[Lease], now: float) -> None:
         if leases:
             await self._scripts.release(codec.seconds(now), codec.lease_pairs(leases))
@@ -176,13 +258,8 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        reply = await self._link.call("HGETALL", self._keys.run(run_id))
-        if not reply:
-            return None
-        fields = (
-            reply if isinstance(reply, dict) else dict(zip(reply[::2], reply[1::2], strict=True))
-        )
-        return codec.decode_run(run_id, fields)
+        fields = as_dict(await self._link.call("HGETALL", self._keys.run(run_id)))
+        return codec.decode_run(run_id, fields) if fields else None
 
     async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
         # BLPOP takes its timeout in seconds with millisecond resolution; 0 means forever.
@@ -192,15 +269,22 @@ class RedisBackend:
         seconds = min(timeout, LONGEST_WAIT)
         # redis-py leaves get_connection unannotated.
         connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
+        # Redis checks BLPOP timeouts only when its event loop wakes (every 100 ms at
+        # the default hz), so a timed wake-up (a due timer, retry or scheduled run)
+        # would be up to 100 ms late; the deadline is kept here instead.
+        deadline = asyncio.timeout(seconds + DEADLINE_SLACK)
         try:
-            await connection.send_command("BLPOP", *signals, f"{seconds:.3f}")
-            # The client's default read timeout (5 s in redis-py 8) is shorter than a
-            # long wait; allow the wait plus the usual command time instead.
-            await connection.read_response(timeout=seconds + COMMAND_TIMEOUT)
+            async with deadline:
+                await connection.send_command("BLPOP", *signals, f"{seconds:.3f}")
+                # The client's default read timeout (5 s in redis-py 8) is shorter than
+                # a long wait; allow the wait plus the usual command time instead.
+                await connection.read_response(timeout=seconds + COMMAND_TIMEOUT)
         except BaseException as error:
             # Cancelled or failed mid-command: the reply may still arrive, so the
             # connection cannot be reused. Drop it; the pool will open a fresh one.
             await connection.disconnect(nowait=True)
+            if deadline.expired():
+                return
             if not isinstance(error, NETWORK_ERRORS):
                 raise
             # After close() the cut connection is a spurious wake, not an outage.

@@ -5,16 +5,62 @@ slot and a Lua script may touch any of them. The Lua library ``lua/library/keys.
 builds the same names from that tag (passed as ``KEYS[1]``)::
 
     {p}:run:<run id>                       hash: one run, fields named as in RunRecord,
-                                           plus lease_token and hooks (JSON text)
+                                           plus lease_token, hooks (JSON text), claims
+                                           (claims so far, makes lease tokens unique),
+                                           has_steps ('1' once a step was saved),
+                                           parent_step (the parent's step awaiting it),
+                                           and for a gated run: gate (its gate id),
+                                           gate_limit (its max_concurrency) and
+                                           admitted ('1' while it holds a place); for a
+                                           run with rate limits: rate (JSON text of
+                                           [[limiter id, count, per], ...]) and
+                                           rate_reserved ('1' while it is scheduled at a
+                                           start it reserved, not yet used)
+    {p}:run:<run id>:steps                 hash: step name -> JSON text of the step
+                                           (kind, status, attempts, output, error,
+                                           child_run_id; times as decimal strings)
+    {p}:run:<run id>:children              list: ids of the runs its steps started,
+                                           in creation order
     {p}:queue:<queue>:ready                sorted set: queued run ids, score available_at
-    {p}:queue:<queue>:scheduled            sorted set: scheduled run ids, score available_at
+                                           (claimable: ungated, or admitted by their gate)
+    {p}:queue:<queue>:scheduled            sorted set: scheduled run ids, score available_at,
+                                           and suspended runs with a timer, score wake_at
+                                           (their available_at)
     {p}:queue:<queue>:leases               sorted set: running run ids, score lease expiry
     {p}:queue:<queue>:signal               list (at most one token): wakes idle workers
+    {p}:queue:<queue>:settings             hash: max_parallelism (a whole number; absent:
+                                           no limit) and paused ('1' or '0', always
+                                           written); no hash: the queue has no settings
+                                           (no limit, not paused)
     {p}:workflow:<workflow>:cancelable     sorted set: the workflow's non-terminal runs
                                            without a cancel request, score created_at
+    {p}:registry                           hash: workflow name -> JSON of its registered
+                                           definition (app, queue, max_concurrency, retry,
+                                           cron, updated_at as a decimal string)
     {p}:workflows                          set: every workflow name that has had a run
     {p}:idempotency:<len>:<workflow>:<key> string "<expires_at> <run id>", with a TTL;
                                            <len> is the workflow name's length in bytes
+    {p}:lease:<name>                       string "<expires_at> <holder>" of a named lease
+                                           (acquire_lease), with a TTL of its length
+    {p}:gate:<gate id>:waiting             sorted set: the gate's queued runs that wait
+                                           for a place (not claimable), score available_at
+    {p}:gates                              hash: gate id -> how many of its runs are
+                                           admitted (queued in 'ready', or running); the
+                                           field is deleted when it drops to 0
+    {p}:limiter:<limiter id>               string: the limiter's TAT (theoretical arrival
+                                           time, decimal seconds of the caller's clock;
+                                           see lua/library/rates.lua), with a TTL a little
+                                           over how long it matters (an idle limiter's
+                                           key vanishes: absent means no start recorded)
+
+A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
+``<len>:<workflow>:<key>`` with one (``<len>`` as above), so no two (workflow, key)
+pairs share a gate, whatever ':' their names hold. A queued gated run is in exactly one
+of its queue's 'ready' set (admitted) or its gate's waiting set.
+
+Idempotency keys and named leases keep their expiry as a decimal time of the caller's
+clock, which alone decides whether they still hold; their real TTL (the same length,
+counted from the write) only lets Redis garbage-collect them.
 """
 
 from __future__ import annotations
@@ -46,6 +92,12 @@ class Keys:
     def run(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}"
 
+    def steps(self, run_id: str) -> str:
+        return f"{self.tag}:run:{run_id}:steps"
+
+    def children(self, run_id: str) -> str:
+        return f"{self.tag}:run:{run_id}:children"
+
     def ready(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:ready"
 
@@ -58,6 +110,12 @@ class Keys:
     def signal(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:signal"
 
+    def settings(self, queue: str) -> str:
+        return f"{self.tag}:queue:{queue}:settings"
+
+    def registry(self) -> str:
+        return f"{self.tag}:registry"
+
     def workflows(self) -> str:
         return f"{self.tag}:workflows"
 
@@ -67,3 +125,26 @@ class Keys:
     def idempotency(self, workflow: str, key: str) -> str:
         length = len(workflow.encode())
         return f"{self.tag}:idempotency:{length}:{workflow}:{key}"
+
+    def lease(self, name: str) -> str:
+        return f"{self.tag}:lease:{name}"
+
+    def gate_waiting(self, gate: str) -> str:
+        return f"{self.tag}:gate:{gate}:waiting"
+
+    def gates(self) -> str:
+        return f"{self.tag}:gates"
+
+    def limiter(self, limiter_id: str) -> str:
+        return f"{self.tag}:limiter:{limiter_id}"
+
+
+def gate_id(workflow: str, concurrency_key: str | None) -> str:
+    """The id of the gate of (workflow, concurrency_key), as the scripts build it."""
+    return f"{len(workflow.encode())}:{workflow}{gate_suffix(concurrency_key)}"
+
+
+def gate_suffix(concurrency_key: str | None) -> str:
+    """How a concurrency key travels to the scripts: '' for none, else ':' + key (so an
+    empty key stays distinct from none); it is the end of the gate id."""
+    return "" if concurrency_key is None else ":" + concurrency_key

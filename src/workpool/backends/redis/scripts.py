@@ -1,9 +1,12 @@
 """The Lua scripts: loaded once per backend, called by SHA, one typed wrapper each.
 
 Each operation script is ``lua/<operation>.lua``; the files of ``lua/library/`` (key
-names, index upkeep, terminal transitions) are prepended to every one of them, so each
-call is still one self-contained script. Times travel as decimal strings (``repr`` of
-a float) so neither Lua nor Redis rounds them.
+names, wake-ups and concurrency gates, queue settings, rate limits, index upkeep,
+enqueueing, hooks, child outcomes, terminal transitions) are prepended to every one of
+them, so each call is still one self-contained script. Times travel as decimal strings
+(``repr`` of a float) so neither Lua nor Redis rounds them; the only times the scripts
+compute (rate limit reservations) are written with 17 significant digits, which read
+back as the same float.
 """
 
 from __future__ import annotations
@@ -17,13 +20,26 @@ from redis.exceptions import NoScriptError
 
 from workpool.backends.redis.connection import CommandLink
 
-LIBRARY = ("keys", "waiting", "ending")
+LIBRARY = ("keys", "gates", "queues", "rates", "waiting", "enqueueing", "hooks", "steps", "ending")
 """Library files, in dependency order."""
 
-OPERATIONS = ("enqueue", "claim", "renew", "finish", "release", "cancel", "cancel_many")
+OPERATIONS = (
+    "enqueue",
+    "claim",
+    "renew",
+    "finish",
+    "save_step",
+    "release",
+    "cancel",
+    "cancel_many",
+    "set_queue",
+    "sync_registry",
+    "acquire_lease",
+)
 
 ClaimedRow = list[Any]
-"""[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at]"""
+"""[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
+has_steps (1 | 0)]"""
 
 
 def read_lua(relative_path: str) -> str:
@@ -67,9 +83,13 @@ class Scripts:
         self._claim = Script(link, tag, "claim")
         self._renew = Script(link, tag, "renew")
         self._finish = Script(link, tag, "finish")
+        self._save_step = Script(link, tag, "save_step")
         self._release = Script(link, tag, "release")
         self._cancel = Script(link, tag, "cancel")
         self._cancel_many = Script(link, tag, "cancel_many")
+        self._set_queue = Script(link, tag, "set_queue")
+        self._sync_registry = Script(link, tag, "sync_registry")
+        self._acquire_lease = Script(link, tag, "acquire_lease")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -78,10 +98,14 @@ class Scripts:
         for operation in OPERATIONS:
             await getattr(self, f"_{operation}").load()
 
-    async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str]:
-        """The runs not created: their position in the batch (from 0) -> stored run id."""
+    async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str | None]:
+        """The runs not created: their position in the batch (from 0) -> the stored run
+        id, or None for a run skipped at a busy gate (``NewRun.skip_if_busy``)."""
         flat = await self._enqueue([now, *runs])
-        return {int(flat[i]) - 1: str(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return {
+            int(flat[i]) - 1: None if flat[i + 1] is None else str(flat[i + 1])
+            for i in range(0, len(flat), 2)
+        }
 
     async def claim(
         self,
@@ -111,6 +135,22 @@ class Scripts:
         applied = await self._finish([now, finishes_json])
         return [bool(flag) for flag in applied]
 
+    async def save_step(
+        self,
+        now: str,
+        lease: tuple[str, str],
+        name: str,
+        step_json: str,
+        child: tuple[str, Sequence[str]] | None,
+    ) -> str | None:
+        """The step JSON text as stored, or None if the lease is not held. ``child``:
+        (step kind, the child's enqueue fields)."""
+        args = [now, *lease, name, step_json]
+        if child is not None:
+            args += [child[0], *child[1]]
+        stored = await self._save_step(args)
+        return None if stored is None else str(stored)
+
     async def release(self, now: str, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""
         args = [now, *(part for lease in leases for part in lease)]
@@ -124,3 +164,23 @@ class Scripts:
     async def cancel_many(self, now: str, options_json: str) -> int:
         """How many runs were canceled or cancel-requested."""
         return int(await self._cancel_many([now, options_json]))
+
+    async def set_queue(
+        self, queue: str, max_parallelism: str, paused: str, only_if_new: bool
+    ) -> tuple[str | None, str]:
+        """(max_parallelism or None, paused '1' | '0') as now stored. ``max_parallelism``:
+        'keep', 'none' or a whole number; ``paused``: 'keep', '1' or '0'."""
+        limit, stored_paused = await self._set_queue(
+            [queue, max_parallelism, paused, "1" if only_if_new else "0"]
+        )
+        return limit, str(stored_paused)
+
+    async def sync_registry(self, app: str, cutoff: str, records: Sequence[str]) -> list[str]:
+        """The removed workflow names, sorted."""
+        return [str(name) for name in await self._sync_registry([app, cutoff, *records])]
+
+    async def acquire_lease(
+        self, name: str, holder: str, now: str, expires_at: str, ttl_ms: str
+    ) -> bool:
+        """Whether ``holder`` now holds the named lease (until ``expires_at``)."""
+        return bool(await self._acquire_lease([name, holder, now, expires_at, ttl_ms]))

@@ -19,6 +19,7 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import EllipsisType
 from typing import TypeVar
 
 from workpool.backends.base import (
@@ -28,8 +29,11 @@ from workpool.backends.base import (
     Finish,
     Lease,
     NewRun,
+    QueueSettings,
     RenewResult,
     RunRecord,
+    StepRecord,
+    WorkflowInfo,
 )
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.connection import ConnectionThread
@@ -117,6 +121,73 @@ class SQLiteBackend:
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """See ``Backend.finish``; all entries in one transaction."""
         return await self._transact(lambda operations: operations.finish(finishes, now))
+
+    async def save_step(
+        self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
+    ) -> StepRecord | None:
+        """See ``Backend.save_step``."""
+        return await self._transact(
+            lambda operations: operations.save_step(lease, step, now, child)
+        )
+
+    async def get_steps(self, run_id: str) -> list[StepRecord]:
+        """See ``Backend.get_steps``: one SELECT."""
+        query = self._queries["get_steps"]
+
+        def read(connection: sqlite3.Connection) -> list[StepRecord]:
+            rows = connection.execute(query, {"run_id": run_id}).fetchall()
+            return [records.step_record(row) for row in rows]
+
+        return await self._thread.read(read)
+
+    async def get_children(self, run_id: str) -> list[str]:
+        """See ``Backend.get_children``: one SELECT."""
+        query = self._queries["get_children"]
+
+        def read(connection: sqlite3.Connection) -> list[str]:
+            return [records.text(row, "id") for row in connection.execute(query, {"id": run_id})]
+
+        return await self._thread.read(read)
+
+    async def set_queue(
+        self,
+        queue: str,
+        *,
+        max_parallelism: int | EllipsisType | None = ...,
+        paused: bool | None = None,
+        only_if_new: bool = False,
+    ) -> QueueSettings:
+        """See ``Backend.set_queue``."""
+        return await self._transact(
+            lambda operations: operations.set_queue(queue, max_parallelism, paused, only_if_new)
+        )
+
+    async def get_queue(self, queue: str) -> QueueSettings:
+        """See ``Backend.get_queue``."""
+        return await self._transact(lambda operations: operations.get_queue(queue))
+
+    async def sync_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
+    ) -> list[str]:
+        """See ``Backend.sync_registry``."""
+        return await self._transact(
+            lambda operations: operations.sync_registry(app, workflows, now, grace)
+        )
+
+    async def list_workflows(self) -> list[WorkflowInfo]:
+        """See ``Backend.list_workflows``: one SELECT."""
+        query = self._queries["list_workflows"]
+
+        def read(connection: sqlite3.Connection) -> list[WorkflowInfo]:
+            return [records.workflow_info(row) for row in connection.execute(query)]
+
+        return await self._thread.read(read)
+
+    async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        """See ``Backend.acquire_lease``."""
+        return await self._transact(
+            lambda operations: operations.acquire_lease(name, holder, seconds, now)
+        )
 
     async def release(self, leases: Sequence[Lease], now: float) -> None:
         """See ``Backend.release``."""

@@ -60,8 +60,10 @@ def _open_once(path: Path, synchronous: str) -> sqlite3.Connection:
         if synchronous not in ("FULL", "NORMAL"):  # never interpolate anything else
             raise ValueError(f"unknown synchronous level {synchronous!r}")
         connection.execute(f"PRAGMA synchronous = {synchronous}")
-        connection.execute("PRAGMA foreign_keys = ON")
+        # Migrations run with foreign keys off (SQLite's default), as its procedure for
+        # rebuilding a table requires; on for everything after.
         migrate(connection, load_migrations(), path)
+        connection.execute("PRAGMA foreign_keys = ON")
     except BaseException:
         connection.close()
         raise

@@ -11,6 +11,8 @@ import json
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from types import EllipsisType
 from typing import Any
 
 from workpool.backends.base import (
@@ -22,7 +24,11 @@ from workpool.backends.base import (
     Finish,
     Lease,
     NewRun,
+    QueueSettings,
     RenewResult,
+    StepRecord,
+    StepStatus,
+    WorkflowInfo,
 )
 from workpool.backends.sqlite import records
 
@@ -30,6 +36,8 @@ PROMOTE_BATCH = 1000
 """Most scheduled runs one claim promotes per queue."""
 REAP_BATCH = 1000
 """Most expired leases one claim reaps per queue."""
+RATE_ROUNDING = 1e-6
+"""Seconds: a reserved start this close to now is now (float error in TAT - tolerance)."""
 
 
 class Operations:
@@ -40,8 +48,8 @@ class Operations:
         self._queries = queries
         self.woken: set[str] = set()
 
-    def _execute(self, name: str, **parameters: Any) -> sqlite3.Cursor:
-        return self._connection.execute(self._queries[name], parameters)
+    def _execute(self, query: str, /, **parameters: Any) -> sqlite3.Cursor:
+        return self._connection.execute(self._queries[query], parameters)
 
     # enqueue ------------------------------------------------------------------------
 
@@ -49,7 +57,13 @@ class Operations:
         """Store runs, honouring idempotency keys and existing ids."""
         return [self._enqueue_one(run, now) for run in runs]
 
-    def _enqueue_one(self, run: NewRun, now: float) -> Enqueued:
+    def _enqueue_one(
+        self,
+        run: NewRun,
+        now: float,
+        parent_run_id: str | None = None,
+        parent_step: str | None = None,
+    ) -> Enqueued:
         key = run.idempotency_key
         if key is not None:
             held = self._execute("find_idempotency_key", workflow=run.workflow, key=key, now=now)
@@ -57,6 +71,11 @@ class Operations:
             if row is not None:
                 return Enqueued(run_id=records.text(row, "run_id"), created=False)
         status = "queued" if run.available_at <= now else "scheduled"
+        gate = None
+        if run.max_concurrency is not None:
+            gate = gate_id(run.workflow, run.concurrency_key)
+            if run.skip_if_busy and self._admitted(gate) >= run.max_concurrency:
+                return Enqueued(run_id=run.id, created=False, skipped=True)
         inserted = self._execute(
             "insert_run",
             id=run.id,
@@ -69,6 +88,11 @@ class Operations:
             now=now,
             available_at=run.available_at,
             idempotency_key=key,
+            parent_run_id=parent_run_id,
+            parent_step=parent_step,
+            gate=gate,
+            gate_limit=run.max_concurrency,
+            rate_limits=records.encode_rate_limits(run.rate_limits),
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)
@@ -81,8 +105,21 @@ class Operations:
                 run_id=run.id,
                 expires_at=expires_at,
             )
-        self.woken.add(run.queue)
+        if status == "queued":
+            self._became_queued(run, gate, now)
+        else:
+            self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
+
+    def _became_queued(self, run: NewRun, gate: str | None, now: float) -> None:
+        """A new run stored queued: reserve its start time, then its gate, then wake."""
+        limits = records.encode_rate_limits(run.rate_limits)
+        if limits is not None and self._reserve_start(run.id, limits, now) > now:
+            return  # deferred to its start time: scheduled
+        if gate is None:
+            self.woken.add(run.queue)
+        else:
+            self._fill(gate, run.max_concurrency)
 
     # claim --------------------------------------------------------------------------
 
@@ -98,17 +135,35 @@ class Operations:
         """Promote due runs, reap expired leases, then lease up to ``limit`` queued runs."""
         unique = list(dict.fromkeys(queues))
         for queue in unique:
-            self._execute("promote_due", queue=queue, now=now, batch=PROMOTE_BATCH)
+            for promotion in ("promote_due", "promote_timers"):
+                promoted = self._execute(
+                    promotion, queue=queue, now=now, batch=PROMOTE_BATCH
+                ).fetchall()
+                self._reserve_starts(promoted, now)
+                for gate, gate_limit in {(row["gate"], row["gate_limit"]) for row in promoted}:
+                    self._fill(gate, gate_limit)
         for queue in unique:
             self._reap(queue, max_lease_losses, now)
         claimed: list[ClaimedRun] = []
         for queue in unique:
             if len(claimed) >= limit:
                 break
-            claimed += self._claim_queue(queue, worker_id, limit - len(claimed), lease_seconds, now)
+            room = self._room(queue, limit - len(claimed))
+            if room > 0:
+                claimed += self._claim_queue(queue, worker_id, room, lease_seconds, now)
         row = self._execute("next_wake_at", queues=json.dumps(unique)).fetchone()
         wake_at = None if row is None or row["wake_at"] is None else float(row["wake_at"])
         return ClaimResult(runs=claimed, next_wake_at=wake_at)
+
+    def _room(self, queue: str, wanted: int) -> int:
+        """How many of ``wanted`` runs of ``queue`` may start now, its settings allowing."""
+        settings = self.get_queue(queue)
+        if settings.paused:
+            return 0
+        if settings.max_parallelism is None:
+            return wanted
+        row = self._execute("running_in_queue", queue=queue).fetchone()
+        return min(wanted, settings.max_parallelism - records.integer(row, "running"))
 
     def _reap(self, queue: str, max_lease_losses: int, now: float) -> None:
         expired = self._execute("expired_leases", queue=queue, now=now, batch=REAP_BATCH)
@@ -120,7 +175,7 @@ class Operations:
             elif losses >= max_lease_losses:
                 self._end(run_id, "failed", now, error=worker_lost_error(losses), lease_loss=1)
             else:
-                self._execute("requeue_run", id=run_id, now=now, lease_loss=1)
+                self._requeue(run_id, now, lease_loss=1)
 
     def _claim_queue(
         self, queue: str, worker_id: str, limit: int, lease_seconds: float, now: float
@@ -157,6 +212,7 @@ class Operations:
         held = self._held(entry.lease)
         if held is None:
             return False
+        self._left_running(records.text(held, "queue"))
         run_id = entry.lease.run_id
         if entry.status == "succeeded":
             self._end(run_id, "succeeded", now, output=entry.output)
@@ -164,11 +220,153 @@ class Operations:
             self._end(run_id, "canceled", now, error=entry.error)
         elif entry.status == "retry":
             retry_at = now if entry.retry_at is None else entry.retry_at
-            self._execute("retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now)
+            left = self._leave_gate(run_id)
+            rows = self._execute(
+                "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now
+            ).fetchall()
+            self._fill(*left)
+            self._joined(rows, now)
+        elif entry.status == "suspend":
+            self._suspend(entry, records.text(held, "queue"), now)
         else:
             error = entry.error if entry.status == "failed" else None
             self._end(run_id, entry.status, now, error=error)
         return True
+
+    def _suspend(self, entry: Finish, queue: str, now: float) -> None:
+        """Suspend a held run, or queue it again at once if what it waits for is done."""
+        due = entry.wake_at is not None and entry.wake_at <= now
+        if not due and entry.waiting_on:
+            ids = json.dumps(sorted(set(entry.waiting_on)))
+            row = self._execute("unfinished_among", ids=ids).fetchone()
+            due = records.integer(row, "unfinished") < len(set(entry.waiting_on))
+        run_id = entry.lease.run_id
+        left = self._leave_gate(run_id)
+        if due:
+            rows = self._execute("resume_now", id=run_id, now=now).fetchall()
+            self.woken.add(queue)
+            self._fill(*left)
+            self._joined(rows, now)
+        else:
+            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at)
+            self._fill(*left)
+
+    def _requeue(self, run_id: str, now: float, *, lease_loss: int) -> None:
+        left = self._leave_gate(run_id)
+        rows = self._execute("requeue_run", id=run_id, now=now, lease_loss=lease_loss).fetchall()
+        self._fill(*left)
+        self._joined(rows, now)
+
+    # concurrency gates --------------------------------------------------------------
+
+    def _leave_gate(self, run_id: str) -> tuple[str | None, int | None]:
+        """Give up the run's place at its gate, if it holds one; return (gate, limit)."""
+        row = self._execute("leave_gate", id=run_id).fetchone()
+        if row is None:
+            return None, None
+        gate = records.text(row, "gate")
+        self._execute("count_admitted", gate=gate, delta=-1)
+        return gate, records.integer(row, "gate_limit")
+
+    # rate limits ----------------------------------------------------------------------
+
+    def _reserve_starts(self, rows: Sequence[sqlite3.Row], now: float) -> None:
+        """For runs that just became queued: use a reservation made earlier, or make
+        one, deferring the run to its start time if that is later than ``now``."""
+        for row in rows:
+            if row["status"] != "queued" or row["rate_limits"] is None:
+                continue
+            if row["rate_reserved"]:
+                self._execute("use_reservation", id=row["id"])
+            else:
+                self._reserve_start(row["id"], row["rate_limits"], now)
+
+    def _reserve_start(self, run_id: str, limits: str, now: float) -> float:
+        """Reserve the run's start time with each of its limiters (GCRA); a start later
+        than ``now`` makes the run scheduled then. Returns the start time."""
+        spacing: list[tuple[str, float, float, float]] = []
+        for limiter, count, per in json.loads(limits):
+            row = self._execute("limiter_tat", id=limiter).fetchone()
+            tat = now if row is None else float(row["tat"])
+            interval = float(per) / int(count)
+            spacing.append((str(limiter), tat, interval, float(per) - interval))
+        start = max([now, *(tat - tolerance for _, tat, _, tolerance in spacing)])
+        if start - now < RATE_ROUNDING:
+            start = now  # a burst start a rounding error after now is now
+        for limiter, tat, interval, _ in spacing:
+            self._execute("set_limiter_tat", id=limiter, tat=max(tat, start) + interval)
+        if start > now:
+            self._execute("defer_start", id=run_id, start=start)
+        return start
+
+    def _admitted(self, gate: str) -> int:
+        row = self._execute("gate_admitted", gate=gate).fetchone()
+        return 0 if row is None else records.integer(row, "admitted")
+
+    def _joined(self, rows: Sequence[sqlite3.Row], now: float) -> None:
+        """Runs that just became queued (RETURNING rows): reserve their start times,
+        then admit at their gates."""
+        self._reserve_starts(rows, now)
+        for row in rows:
+            if row["status"] == "queued" and row["gate"] is not None:
+                self._fill(row["gate"], row["gate_limit"])
+
+    def _fill(self, gate: str | None, limit: int | None) -> None:
+        """Admit the gate's oldest waiting runs while it admits fewer than ``limit``."""
+        if gate is None or limit is None:
+            return
+        room = limit - self._admitted(gate)
+        if room <= 0:
+            return
+        admitted = self._execute("admit_waiting", gate=gate, room=room).fetchall()
+        if admitted:
+            self._execute("count_admitted", gate=gate, delta=len(admitted))
+            self.woken.update(records.text(row, "queue") for row in admitted)
+
+    # steps --------------------------------------------------------------------------
+
+    def save_step(
+        self, lease: Lease, step: StepRecord, now: float, child: NewRun | None
+    ) -> StepRecord | None:
+        """Store a step of a held run, starting its child first if it has one."""
+        if self._held(lease) is None:
+            return None
+        if child is not None:
+            step = self._start_child(lease.run_id, step, child, now)
+        self._execute(
+            "save_step",
+            run_id=lease.run_id,
+            name=step.name,
+            kind=step.kind,
+            status=step.status,
+            attempts=step.attempts,
+            output=step.output,
+            error=step.error,
+            child_run_id=step.child_run_id,
+            wake_at=step.wake_at,
+            started_at=step.started_at,
+            finished_at=step.finished_at,
+        )
+        self._execute("mark_has_steps", id=lease.run_id)
+        return step
+
+    def _start_child(
+        self, parent_id: str, step: StepRecord, child: NewRun, now: float
+    ) -> StepRecord:
+        awaited = step.kind == "workflow"
+        stored = self._enqueue_one(
+            child, now, parent_run_id=parent_id, parent_step=step.name if awaited else None
+        )
+        step = replace(step, child_run_id=stored.run_id)
+        if not awaited:
+            return replace(step, output=json.dumps(stored.run_id))
+        if stored.created:
+            return step
+        row = self._execute("child_outcome", id=stored.run_id).fetchone()
+        if row is None or records.text(row, "status") not in TERMINAL_STATES:
+            return step
+        status, output, error = child_outcome(row)
+        return replace(step, status=status, output=output, error=error, finished_at=now)
 
     def release(self, leases: Sequence[Lease], now: float) -> None:
         """Queue held runs again now (or end them canceled if cancel was requested)."""
@@ -176,14 +374,81 @@ class Operations:
             held = self._held(lease)
             if held is None:
                 continue
+            self._left_running(records.text(held, "queue"))
             if records.flag(held, "cancel_requested"):
                 self._end(lease.run_id, "canceled", now)
             else:
-                self._execute("requeue_run", id=lease.run_id, now=now, lease_loss=0)
+                self._requeue(lease.run_id, now, lease_loss=0)
 
     def _held(self, lease: Lease) -> sqlite3.Row | None:
         found = self._execute("held_lease", id=lease.run_id, token=lease.token).fetchone()
         return found if isinstance(found, sqlite3.Row) else None
+
+    # queue settings -----------------------------------------------------------------
+
+    def get_queue(self, queue: str) -> QueueSettings:
+        """The queue's settings, or the defaults."""
+        return _settings(queue, self._execute("get_queue", queue=queue).fetchone())
+
+    def set_queue(
+        self,
+        queue: str,
+        max_parallelism: int | EllipsisType | None,
+        paused: bool | None,
+        only_if_new: bool,
+    ) -> QueueSettings:
+        """Change the queue's settings; wake its workers if more runs may start."""
+        row = self._execute("get_queue", queue=queue).fetchone()
+        before = _settings(queue, row)
+        if only_if_new and row is not None:
+            return before
+        after = QueueSettings(
+            queue,
+            before.max_parallelism if max_parallelism is ... else max_parallelism,
+            before.paused if paused is None else paused,
+        )
+        self._execute(
+            "set_queue", queue=queue, max_parallelism=after.max_parallelism, paused=after.paused
+        )
+        if _capacity(after) > _capacity(before):
+            self.woken.add(queue)
+        return after
+
+    def _left_running(self, queue: str) -> None:
+        """A run of ``queue`` stops running: a full queue's idle workers may start one."""
+        if self.get_queue(queue).max_parallelism is not None:
+            self.woken.add(queue)
+
+    # registry -----------------------------------------------------------------------
+
+    def sync_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
+    ) -> list[str]:
+        """Remove ``app``'s stale records, then store the given ones."""
+        defined = {workflow.name for workflow in workflows}
+        stale = self._execute("stale_workflows", app=app, cutoff=now - grace).fetchall()
+        removed = [row["name"] for row in stale if row["name"] not in defined]
+        for name in removed:
+            self._execute("delete_workflow", name=name)
+        for workflow in workflows:
+            self._execute(
+                "register_workflow",
+                name=workflow.name,
+                app=app,
+                queue=workflow.queue,
+                max_concurrency=workflow.max_concurrency,
+                retry=workflow.retry,
+                cron=workflow.cron,
+                now=now,
+            )
+        return removed
+
+    def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
+        """Take or extend the named lease if it is free, expired or already ``holder``'s."""
+        taken = self._execute(
+            "take_lease", name=name, holder=holder, expires_at=now + seconds, now=now
+        )
+        return taken.rowcount == 1
 
     # cancel -------------------------------------------------------------------------
 
@@ -237,6 +502,7 @@ class Operations:
         lease_loss: int = 0,
     ) -> None:
         """Move a run to a terminal state and enqueue its hooks, once."""
+        left = self._leave_gate(run_id)
         ended = self._execute(
             "end_run",
             id=run_id,
@@ -248,8 +514,34 @@ class Operations:
             cancel_requested=cancel_requested,
             lease_loss=lease_loss,
         ).fetchone()
-        if ended is not None:
-            self._fire_hooks(ended, now)
+        if ended is None:
+            return
+        self._fill(*left)
+        self._fire_hooks(ended, now)
+        parent_id, parent_step = ended["parent_run_id"], ended["parent_step"]
+        if parent_id is not None and parent_step is not None:
+            outcome, output, error = child_outcome(ended)
+            self._execute(
+                "record_child_outcome",
+                parent=parent_id,
+                step=parent_step,
+                child=run_id,
+                now=now,
+                status=outcome,
+                output=output,
+                error=error,
+            )
+            woken = self._execute("wake_parent", parent=parent_id, now=now).fetchall()
+            for row in woken:
+                if row["gate"] is None:
+                    self.woken.add(records.text(row, "queue"))
+            self._joined(woken, now)
+        if status == "canceled":
+            reason = f"parent run {run_id} was canceled"
+            for child in self._execute("awaited_children", id=run_id).fetchall():
+                self._cancel_active(
+                    records.text(child, "id"), records.text(child, "status"), reason, now
+                )
 
     def _fire_hooks(self, ended: sqlite3.Row, now: float) -> None:
         run_id = records.text(ended, "id")
@@ -257,6 +549,7 @@ class Operations:
         for index, hook in enumerate(records.decode_hooks(ended)):
             if hook.on_failure_only and status != "failed":
                 continue
+            gate = None if hook.max_concurrency is None else gate_id(hook.workflow, None)
             inserted = self._execute(
                 "insert_run",
                 id=f"{run_id}-{index}",
@@ -269,9 +562,46 @@ class Operations:
                 now=now,
                 available_at=now,
                 idempotency_key=None,
+                parent_run_id=None,
+                parent_step=None,
+                gate=gate,
+                gate_limit=hook.max_concurrency,
+                rate_limits=None,
             )
             if inserted.rowcount:
                 self.woken.add(hook.queue)
+                self._fill(gate, hook.max_concurrency)
+
+
+def child_outcome(row: sqlite3.Row) -> tuple[StepStatus, str | None, str | None]:
+    """The status, output and error a parent's step takes from its ended child."""
+    status = records.text(row, "status")
+    if status == "succeeded":
+        return "succeeded", records.optional_text(row, "output"), None
+    if status == "failed":
+        return "failed", None, records.optional_text(row, "error")
+    reason = records.optional_text(row, "cancel_reason") or ""
+    error = json.dumps({"type": "RunCanceledError", "message": reason, "traceback": None})
+    return "canceled", None, error
+
+
+def _settings(queue: str, row: sqlite3.Row | None) -> QueueSettings:
+    """A ``get_queue`` row as QueueSettings (no row: the defaults)."""
+    if row is None:
+        return QueueSettings(queue)
+    limit = row["max_parallelism"]
+    return QueueSettings(queue, None if limit is None else int(limit), bool(row["paused"]))
+
+
+def _capacity(settings: QueueSettings) -> float:
+    if settings.paused:
+        return 0
+    return math.inf if settings.max_parallelism is None else settings.max_parallelism
+
+
+def gate_id(workflow: str, key: str | None) -> str:
+    """The gate of (workflow, key); the name's length keeps names with ':' apart."""
+    return f"{len(workflow)}:{workflow}:{key if key is not None else ''}"
 
 
 def worker_lost_error(losses: int) -> str:

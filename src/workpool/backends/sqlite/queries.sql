@@ -18,21 +18,35 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 -- name: insert_run
 -- Store a new run in :status; changes nothing (rowcount 0) if :id already exists.
 INSERT INTO runs (
-    id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
+    parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits
 ) VALUES (
-    :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key
+    :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
+    :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits
 )
 ON CONFLICT (id) DO NOTHING;
 
 -- name: promote_due
 -- Make up to :batch scheduled runs of :queue due at :now queued, oldest first.
-UPDATE runs SET status = 'queued'
+UPDATE runs SET status = 'queued', admitted = gate IS NULL
 WHERE id IN (
     SELECT id FROM runs
     WHERE status = 'scheduled' AND queue = :queue AND available_at <= :now
     ORDER BY available_at
     LIMIT :batch
-);
+)
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: promote_timers
+-- Queue up to :batch suspended runs of :queue whose timer is due at :now, earliest first.
+UPDATE runs SET status = 'queued', available_at = wake_at, wake_at = NULL, admitted = gate IS NULL
+WHERE id IN (
+    SELECT id FROM runs
+    WHERE status = 'suspended' AND queue = :queue AND wake_at IS NOT NULL AND wake_at <= :now
+    ORDER BY wake_at
+    LIMIT :batch
+)
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: expired_leases
 -- Up to :batch running runs of :queue whose lease expired at :now, earliest expiry first.
@@ -52,19 +66,28 @@ UPDATE runs SET
     lease_expires_at = :expires_at
 WHERE id IN (
     SELECT id FROM runs
-    WHERE status = 'queued' AND queue = :queue
+    WHERE status = 'queued' AND admitted = 1 AND queue = :queue
     ORDER BY available_at
     LIMIT :limit
 )
-RETURNING rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at;
+RETURNING
+    rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
+    has_steps;
 
 -- name: next_wake_at
--- Earliest scheduled available_at or lease expiry over the :queues JSON array, or NULL.
+-- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
 SELECT min(wake_at) AS wake_at FROM (
     SELECT (
         SELECT available_at FROM runs
         WHERE status = 'scheduled' AND queue = wanted.value
         ORDER BY available_at LIMIT 1
+    ) AS wake_at
+    FROM json_each(:queues) AS wanted
+    UNION ALL
+    SELECT (
+        SELECT wake_at FROM runs
+        WHERE status = 'suspended' AND queue = wanted.value AND wake_at IS NOT NULL
+        ORDER BY wake_at LIMIT 1
     ) AS wake_at
     FROM json_each(:queues) AS wanted
     UNION ALL
@@ -88,11 +111,11 @@ RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held).
-SELECT cancel_requested FROM runs
+SELECT cancel_requested, queue FROM runs
 WHERE id = :id AND status = 'running' AND lease_token = :token;
 
 -- name: end_run
--- Move run :id to terminal :status at :now, store :output/:error/:cancel_reason if given.
+-- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
 UPDATE runs SET
     status = :status,
     finished_at = :now,
@@ -102,29 +125,118 @@ UPDATE runs SET
     cancel_reason = coalesce(:cancel_reason, cancel_reason),
     lease_token = NULL,
     lease_expires_at = NULL,
+    wake_at = NULL,
     lease_losses = lease_losses + :lease_loss
-WHERE id = :id
-RETURNING id, workflow, status, output, error, cancel_reason, hooks;
+WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended')
+RETURNING id, workflow, status, output, error, cancel_reason, hooks, parent_run_id, parent_step;
 
 -- name: retry_run
 -- Drop run :id's lease, store :error; scheduled at :retry_at, or queued if due at :now.
 UPDATE runs SET
     status = CASE WHEN :retry_at <= :now THEN 'queued' ELSE 'scheduled' END,
+    admitted = gate IS NULL,
     available_at = :retry_at,
     error = :error,
     lease_token = NULL,
     lease_expires_at = NULL
-WHERE id = :id;
+WHERE id = :id
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: requeue_run
 -- Drop run :id's lease and queue it again at :now, adding :lease_loss to lease_losses.
 UPDATE runs SET
     status = 'queued',
     available_at = :now,
+    admitted = gate IS NULL,
     lease_token = NULL,
     lease_expires_at = NULL,
     lease_losses = lease_losses + :lease_loss
+WHERE id = :id
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: suspend_run
+-- Drop run :id's lease and give back its attempt: suspended until :wake_at (or a child).
+UPDATE runs SET
+    status = 'suspended',
+    attempts = attempts - 1,
+    wake_at = :wake_at,
+    lease_token = NULL,
+    lease_expires_at = NULL
 WHERE id = :id;
+
+-- name: resume_now
+-- Drop run :id's lease and give back its attempt, queued again at :now.
+UPDATE runs SET
+    status = 'queued',
+    attempts = attempts - 1,
+    available_at = :now,
+    admitted = gate IS NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL
+WHERE id = :id
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: unfinished_among
+-- How many of the run ids in the :ids JSON array exist and have not ended.
+SELECT count(*) AS unfinished FROM runs
+WHERE id IN (SELECT value FROM json_each(:ids))
+    AND status IN ('scheduled', 'queued', 'running', 'suspended');
+
+-- name: record_child_outcome
+-- Store child :child's outcome in step :step of run :parent, if the step still awaits it.
+UPDATE steps SET status = :status, output = :output, error = :error, finished_at = :now
+WHERE run_id = :parent AND name = :step AND child_run_id = :child;
+
+-- name: wake_parent
+-- Queue run :parent at :now if it is suspended; returns its queue when it was.
+UPDATE runs SET status = 'queued', available_at = :now, wake_at = NULL, admitted = gate IS NULL
+WHERE id = :parent AND status = 'suspended'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: awaited_children
+-- Unfinished children of run :id that one of its steps awaits.
+SELECT id, status FROM runs
+WHERE parent_run_id = :id AND parent_step IS NOT NULL
+    AND status IN ('scheduled', 'queued', 'running', 'suspended');
+
+-- name: child_outcome
+-- Status and outcome fields of run :id (no row: unknown id).
+SELECT id, status, output, error, cancel_reason FROM runs WHERE id = :id;
+
+-- name: save_step
+-- Store step :name of run :run_id, replacing an earlier one of that name.
+INSERT INTO steps (
+    run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
+    finished_at
+) VALUES (
+    :run_id, :name, :kind, :status, :attempts, :output, :error, :child_run_id, :wake_at,
+    :started_at, :finished_at
+)
+ON CONFLICT (run_id, name) DO UPDATE SET
+    kind = excluded.kind,
+    status = excluded.status,
+    attempts = excluded.attempts,
+    output = excluded.output,
+    error = excluded.error,
+    child_run_id = excluded.child_run_id,
+    wake_at = excluded.wake_at,
+    started_at = excluded.started_at,
+    finished_at = excluded.finished_at;
+
+-- name: mark_has_steps
+-- Note that run :id has saved steps (claims then say so).
+UPDATE runs SET has_steps = 1 WHERE id = :id AND has_steps = 0;
+
+-- name: get_steps
+-- Every step of run :run_id, oldest first (sorts that run's steps only).
+SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
+    finished_at
+FROM steps WHERE run_id = :run_id
+ORDER BY started_at, name;
+
+-- name: get_children
+-- Ids of the runs started by run :id's steps, oldest first.
+SELECT id FROM runs WHERE parent_run_id = :id ORDER BY created_at;
 
 -- name: run_status
 -- Status and cancel flag of run :id (no row: unknown id).
@@ -135,12 +247,12 @@ SELECT status, cancel_requested FROM runs WHERE id = :id;
 UPDATE runs SET
     cancel_reason = CASE WHEN cancel_requested THEN cancel_reason ELSE :reason END,
     cancel_requested = 1
-WHERE id = :id;
+WHERE id = :id AND status = 'running';
 
 -- name: cancelable_runs
 -- Up to :limit active runs created before :before, not already cancel-requested, oldest first.
 SELECT id, status FROM runs
-WHERE status IN ('scheduled', 'queued', 'running')
+WHERE status IN ('scheduled', 'queued', 'running', 'suspended')
     AND created_at < :before
     AND NOT (status = 'running' AND cancel_requested = 1)
 ORDER BY created_at
@@ -149,7 +261,7 @@ LIMIT :limit;
 -- name: cancelable_runs_of_workflow
 -- Like cancelable_runs, restricted to runs of :workflow.
 SELECT id, status FROM runs
-WHERE status IN ('scheduled', 'queued', 'running')
+WHERE status IN ('scheduled', 'queued', 'running', 'suspended')
     AND workflow = :workflow
     AND created_at < :before
     AND NOT (status = 'running' AND cancel_requested = 1)
@@ -161,5 +273,95 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key
+    idempotency_key, parent_run_id
 FROM runs WHERE id = :id;
+
+-- name: leave_gate
+-- If run :id holds a place at its gate, give it up; returns the gate and limit if so.
+UPDATE runs SET admitted = 0
+WHERE id = :id AND gate IS NOT NULL AND admitted = 1 AND status IN ('queued', 'running')
+RETURNING gate, gate_limit;
+
+-- name: count_admitted
+-- Add :delta to the number of runs :gate admits now.
+INSERT INTO gates (gate, admitted) VALUES (:gate, max(:delta, 0))
+ON CONFLICT (gate) DO UPDATE SET admitted = admitted + :delta;
+
+-- name: gate_admitted
+-- How many runs :gate admits now (no row: none).
+SELECT admitted FROM gates WHERE gate = :gate;
+
+-- name: admit_waiting
+-- Admit up to :room of :gate's waiting runs, oldest first; returns their queues.
+UPDATE runs SET admitted = 1
+WHERE id IN (
+    SELECT id FROM runs
+    WHERE status = 'queued' AND admitted = 0 AND gate = :gate
+    ORDER BY available_at
+    LIMIT :room
+)
+RETURNING queue;
+
+-- name: get_queue
+-- The settings of queue :queue (no row: none set).
+SELECT name, max_parallelism, paused FROM queues WHERE name = :queue;
+
+-- name: set_queue
+-- Store the settings of queue :queue.
+INSERT INTO queues (name, max_parallelism, paused) VALUES (:queue, :max_parallelism, :paused)
+ON CONFLICT (name) DO UPDATE SET
+    max_parallelism = excluded.max_parallelism,
+    paused = excluded.paused;
+
+-- name: running_in_queue
+-- How many runs of :queue are running.
+SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = :queue;
+
+-- name: stale_workflows
+-- Names of :app's registered workflows last updated before :cutoff.
+SELECT name FROM workflows WHERE app = :app AND updated_at < :cutoff ORDER BY name;
+
+-- name: delete_workflow
+-- Remove workflow :name from the registry (its runs are kept).
+DELETE FROM workflows WHERE name = :name;
+
+-- name: register_workflow
+-- Store the definition of workflow :name, replacing an earlier one.
+INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, updated_at)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :now)
+ON CONFLICT (name) DO UPDATE SET
+    app = excluded.app,
+    queue = excluded.queue,
+    max_concurrency = excluded.max_concurrency,
+    retry = excluded.retry,
+    cron = excluded.cron,
+    updated_at = excluded.updated_at;
+
+-- name: list_workflows
+-- Every registered workflow, by name.
+SELECT name, app, queue, max_concurrency, retry, cron, updated_at FROM workflows ORDER BY name;
+
+-- name: take_lease
+-- Make :holder hold lease :name until :expires_at if it is free, expired at :now or its own.
+INSERT INTO leases (name, holder, expires_at) VALUES (:name, :holder, :expires_at)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leases.holder = excluded.holder OR leases.expires_at <= :now;
+
+-- name: limiter_tat
+-- The theoretical arrival time of limiter :id (no row: never used).
+SELECT tat FROM limiters WHERE id = :id;
+
+-- name: set_limiter_tat
+-- Record limiter :id's theoretical arrival time :tat.
+INSERT INTO limiters (id, tat) VALUES (:id, :tat)
+ON CONFLICT (id) DO UPDATE SET tat = excluded.tat;
+
+-- name: defer_start
+-- Make queued run :id scheduled at its reserved start time :start.
+UPDATE runs SET status = 'scheduled', available_at = :start, admitted = gate IS NULL,
+    rate_reserved = 1
+WHERE id = :id;
+
+-- name: use_reservation
+-- Run :id, queued at its reserved start time, no longer holds a reservation.
+UPDATE runs SET rate_reserved = 0 WHERE id = :id;

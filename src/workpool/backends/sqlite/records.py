@@ -11,10 +11,22 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from workpool.backends.base import ClaimedRun, CompletionHook, Lease, RunRecord
+from workpool.backends.base import (
+    ClaimedRun,
+    CompletionHook,
+    Lease,
+    RateLimitSpec,
+    RunRecord,
+    StepRecord,
+    WorkflowInfo,
+)
 from workpool.errors import CorruptRecordError
 
-_STATES = frozenset({"scheduled", "queued", "running", "succeeded", "failed", "canceled"})
+_STATES = frozenset(
+    {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
+)
+_STEP_KINDS = frozenset({"run", "workflow", "emit", "sleep"})
+_STEP_STATES = frozenset({"waiting", "succeeded", "failed", "canceled"})
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
 
 
@@ -90,6 +102,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         cancel_reason=optional_text(row, "cancel_reason"),
         lease_losses=integer(row, "lease_losses"),
         idempotency_key=optional_text(row, "idempotency_key"),
+        parent_run_id=optional_text(row, "parent_run_id"),
     )
 
 
@@ -104,12 +117,62 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         retry=optional_text(row, "retry"),
         created_at=number(row, "created_at"),
         available_at=number(row, "available_at"),
+        has_steps=flag(row, "has_steps"),
     )
+
+
+def step_record(row: sqlite3.Row) -> StepRecord:
+    """A ``get_steps`` row as a StepRecord; CorruptRecordError names the run and step."""
+    kind, status = row["kind"], row["status"]
+    if kind not in _STEP_KINDS or status not in _STEP_STATES:
+        raise CorruptRecordError(
+            f"run {row['run_id']}: step {row['name']!r} has kind {kind!r} and status "
+            f"{status!r}; the stored record is corrupt"
+        )
+    try:
+        return StepRecord(
+            name=str(row["name"]),
+            kind=kind,
+            status=status,
+            attempts=int(row["attempts"]),
+            started_at=float(row["started_at"]),
+            output=row["output"],
+            error=row["error"],
+            child_run_id=row["child_run_id"],
+            wake_at=None if row["wake_at"] is None else float(row["wake_at"]),
+            finished_at=None if row["finished_at"] is None else float(row["finished_at"]),
+        )
+    except (TypeError, ValueError) as error:
+        raise CorruptRecordError(
+            f"run {row['run_id']}: step {row['name']!r} is unreadable ({error})"
+        ) from error
+
+
+def workflow_info(row: sqlite3.Row) -> WorkflowInfo:
+    """A ``list_workflows`` row as a WorkflowInfo."""
+    limit = row["max_concurrency"]
+    return WorkflowInfo(
+        name=str(row["name"]),
+        app=str(row["app"]),
+        queue=str(row["queue"]),
+        max_concurrency=None if limit is None else int(limit),
+        retry=row["retry"],
+        cron=str(row["cron"]),
+        updated_at=float(row["updated_at"]),
+    )
+
+
+def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str | None:
+    """The ``rate_limits`` column: JSON [[limiter, count, per], ...], or NULL for none."""
+    if not limits:
+        return None
+    return json.dumps([[limit.limiter, limit.count, limit.per] for limit in limits])
 
 
 def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     """The ``hooks`` column: a JSON list of objects; context and retry kept as text."""
-    return json.dumps([{field: getattr(hook, field) for field in _HOOK_FIELDS} for hook in hooks])
+    fields = (*_HOOK_FIELDS, "max_concurrency")
+    return json.dumps([{field: getattr(hook, field) for field in fields} for hook in hooks])
 
 
 def decode_hooks(row: sqlite3.Row) -> list[CompletionHook]:
@@ -129,7 +192,10 @@ def _hook(item: dict[str, Any]) -> CompletionHook:
         raise TypeError("hook workflow, queue and context must be text")
     if not (retry is None or isinstance(retry, str)) or not isinstance(on_failure_only, bool):
         raise TypeError("hook retry must be text or null, on_failure_only a boolean")
-    return CompletionHook(workflow, queue, context, retry, on_failure_only)
+    limit = item.get("max_concurrency")  # absent in hooks stored before gates existed
+    if not (limit is None or isinstance(limit, int)):
+        raise TypeError("hook max_concurrency must be an integer or null")
+    return CompletionHook(workflow, queue, context, retry, on_failure_only, limit)
 
 
 def hook_input(ended: sqlite3.Row, context: str) -> str:

@@ -5,8 +5,9 @@
 -- ARGV[2]  run id
 -- ARGV[3]  reason (optional; absent means none)
 --
--- Returns 'canceled' (was queued or scheduled; hooks fired), 'requested' (running:
--- cancel_requested set for the lease holder to see), 'finished' (already terminal,
--- nothing changed) or 'not_found'.
+-- Returns 'canceled' (was queued, scheduled or suspended; hooks fired; awaited children
+-- canceled too), 'requested' (running: cancel_requested set for the lease holder to
+-- see), 'finished' (already terminal, nothing changed) or 'not_found'.
 
-return cancel_one(ARGV[2], ARGV[3], ARGV[1])
+local result = cancel_one(ARGV[2], ARGV[3], ARGV[1])
+return result

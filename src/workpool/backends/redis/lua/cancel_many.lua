@@ -5,7 +5,8 @@
 -- ARGV[2]  JSON object: limit (integer) and optionally before (seconds, decimal
 --          string: only runs created strictly earlier), workflow, reason
 --
--- Returns the number of runs canceled or cancel-requested.
+-- Returns the number of runs canceled or cancel-requested, including the awaited
+-- children canceled with their parent (so it may exceed the limit).
 --
 -- Selects from the workflows' 'cancelable' sorted sets (non-terminal runs without a
 -- cancel request, scored by created_at): every member read matches, so each call costs
@@ -29,9 +30,10 @@ for _, workflow in ipairs(workflows) do
   local selected = redis.call('ZRANGEBYSCORE', workflow_cancelable_key(workflow), '-inf', max,
     'LIMIT', 0, options.limit - done)
   for _, run_id in ipairs(selected) do
-    cancel_one(run_id, options.reason, now)
+    -- A run selected here may already have been canceled with its parent: it counts 0.
+    local _, changed = cancel_one(run_id, options.reason, now)
+    done = done + changed
   end
-  done = done + #selected
   if done >= options.limit then
     break
   end

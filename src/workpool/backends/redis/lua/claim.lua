@@ -8,11 +8,15 @@
 -- ARGV[5]  max lease losses: a reaped run that reaches it ends failed (integer)
 -- ARGV[6..] queue names, in claim priority order
 --
--- Returns { next_wake_at (decimal string) or nil, claimed run, claimed run, ... }
--- where each claimed run is
+-- Returns { next_wake_at (decimal string) or nil, claimed run, ... }, each claimed run
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil,
---     created_at, available_at }
--- Promotion and reaping each handle at most BATCH runs per call, oldest first.
+--     created_at, available_at, has_steps (1 or 0) }
+-- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
+-- and reaping each handle at most BATCH runs per call, oldest first, paused queues too.
+-- Runs they queue reserve a start if rate limited (unless promoted at the start they
+-- reserved), then go through their gate if gated: 'ready' holds admitted runs only.
+-- Taking stops at the queue's room (queues.lua); only a queue with room and claimable
+-- runs left is woken for another worker, so a full or paused one never is.
 local BATCH = 1000
 local now, lease_expires_at, worker_id = ARGV[1], ARGV[2], ARGV[3]
 local limit, max_lease_losses = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -23,15 +27,12 @@ local function promote(queue, budget)
   local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(due) do
     redis.call('ZREM', scheduled, run_id)
-    make_waiting(run_id, queue, redis.call('HGET', run_key(run_id), 'available_at'), now)
+    local at = redis.call('HMGET', run_key(run_id), 'available_at', 'gate', 'gate_limit',
+      'rate', 'rate_reserved')
+    if at[5] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
+    make_waiting(run_id, queue, at[1], now, at[2], at[3], at[5] ~= '1' and at[4])
   end
   return budget - #due
-end
-
-local function lost_error(losses)
-  local message = 'the run lost its lease ' .. losses .. ' times (the worker died or '
-    .. 'stalled each time); it will not be retried'
-  return cjson.encode({ type = 'WorkerLostError', message = message, traceback = cjson.null })
 end
 
 local function reap(queue, budget)
@@ -39,14 +40,14 @@ local function reap(queue, budget)
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(expired) do
     local losses = redis.call('HINCRBY', run_key(run_id), 'lease_losses', 1)
-    local run = read_run(run_id, 'cancel_requested')
-    if run[5] == '1' then
+    local run = read_run(run_id, 'cancel_requested', 'rate')
+    if run[11] == '1' then
       end_run(run_id, run, 'canceled', now, {})
     elseif losses >= max_lease_losses then
       end_run(run_id, run, 'failed', now, { 'error', lost_error(losses) })
     else
-      drop_lease(run_id, queue)
-      make_waiting(run_id, queue, now, now)
+      drop_lease(run_id, run)
+      make_waiting(run_id, queue, now, now, run[8], run[9], run[12])
     end
   end
   return budget - #expired
@@ -58,23 +59,24 @@ local function take(queue, count, reply)
     local run_id = popped[i]
     local key = run_key(run_id)
     local run = redis.call('HMGET', key, 'attempts', 'workflow', 'queue', 'input', 'retry',
-      'created_at', 'available_at')
+      'created_at', 'available_at', 'claims', 'has_steps')
     local attempt = tonumber(run[1]) + 1
-    local token = worker_id .. ':' .. attempt .. ':' .. run_id
-    redis.call('HSET', key, 'attempts', attempt, 'status', 'running', 'started_at', now,
-      'lease_token', token)
+    -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
+    local claims = (tonumber(run[8]) or 0) + 1
+    local token = worker_id .. ':' .. claims .. ':' .. run_id
+    redis.call('HSET', key, 'attempts', attempt, 'claims', claims, 'status', 'running',
+      'started_at', now, 'lease_token', token)
     redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
     reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
-      run[7] }
+      run[7], run[9] == '1' and 1 or 0 }
   end
+  return #popped / 2
 end
 
 -- The earlier of best and the lowest score of a sorted set (decimal strings).
 local function earliest(key, best)
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if first[2] and (not best or tonumber(first[2]) < tonumber(best)) then
-    return first[2]
-  end
+  if first[2] and (not best or tonumber(first[2]) < tonumber(best)) then return first[2] end
   return best
 end
 
@@ -85,14 +87,12 @@ for _, queue in ipairs(queues) do
 end
 
 -- reply[1]: next_wake_at, set below; claimed runs follow. Work left wakes another worker.
-local reply = { false }
-local next_wake_at = nil
+local reply, next_wake_at = { false }, nil
 for _, queue in ipairs(queues) do
-  local claimed = #reply - 1
-  if claimed < limit then take(queue, limit - claimed, reply) end
-  if redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
-    wake(queue)
-  end
+  local room = room_in(queue, read_settings(queue))
+  local wanted, taken = math.min(limit - (#reply - 1), room), 0
+  if wanted > 0 then taken = take(queue, wanted, reply) end
+  if room > taken and redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then wake(queue) end
   next_wake_at = earliest(queue_key(queue, 'scheduled'), next_wake_at)
   next_wake_at = earliest(queue_key(queue, 'leases'), next_wake_at)
 end

@@ -3,23 +3,61 @@
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
 -- ARGV[2]  JSON array of finishes, each an object with run_id, token,
---          status ('succeeded' | 'failed' | 'canceled' | 'retry') and optionally
---          output (JSON text), error (JSON text), retry_at (seconds, decimal string)
+--          status ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend') and
+--          optionally output (JSON text), error (JSON text), retry_at and wake_at
+--          (seconds, decimal strings), waiting_on (array of child run ids)
 --
 -- Returns an array of 1 (applied) or 0 (lease not held: nothing changed), in order.
--- A cancel request turns failed, canceled and retry into canceled.
+-- A cancel request turns failed, canceled, retry and suspend into canceled. Each
+-- limited queue the runs left is woken if it has room and claimable runs (queues.lua).
 
 local now = ARGV[1]
 
-local function retry(run_id, queue, retry_at)
-  drop_lease(run_id, queue)
-  make_waiting(run_id, queue, retry_at or now, now)
-  wake(queue)
+-- run: as read_run returns it. The queue is woken for a retry later too, so an idle
+-- worker's next wake-up takes it into account.
+local function retry(run_id, run, retry_at)
+  drop_lease(run_id, run)
+  if make_waiting(run_id, run[2], retry_at or now, now, run[8], run[9], run[13]) then
+    wake(run[2])
+  end
+end
+
+-- Whether a suspending run may resume at once: its timer is due, or a child it
+-- waits on has ended (or does not exist).
+local function resumable(finish)
+  if finish.wake_at and tonumber(finish.wake_at) <= tonumber(now) then
+    return true
+  end
+  for _, child_id in ipairs(finish.waiting_on or {}) do
+    local status = redis.call('HGET', run_key(child_id), 'status')
+    if not status or TERMINAL[status] then
+      return true
+    end
+  end
+  return false
+end
+
+-- The attempt is given back. A suspended run stays in its workflow's cancelable set;
+-- with a timer it waits in 'scheduled' at wake_at, where claim promotes it when due.
+local function suspend(finish, run)
+  local run_id, queue = finish.run_id, run[2]
+  drop_lease(run_id, run)
+  redis.call('HINCRBY', run_key(run_id), 'attempts', -1)
+  if resumable(finish) then
+    if make_waiting(run_id, queue, now, now, run[8], run[9], run[13]) then
+      wake(queue)
+    end
+  elseif finish.wake_at then
+    redis.call('HSET', run_key(run_id), 'status', 'suspended', 'available_at', finish.wake_at)
+    redis.call('ZADD', queue_key(queue, 'scheduled'), finish.wake_at, run_id)
+  else
+    redis.call('HSET', run_key(run_id), 'status', 'suspended')
+  end
 end
 
 local function apply(finish)
-  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested')
-  if run[1] ~= 'running' or run[5] ~= finish.token then
+  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate')
+  if run[1] ~= 'running' or run[11] ~= finish.token then
     return 0
   end
   if finish.status == 'succeeded' then
@@ -34,13 +72,15 @@ local function apply(finish)
   if finish.error and finish.status ~= 'canceled' then
     fields = { 'error', finish.error }
   end
-  if run[6] == '1' then
+  if run[12] == '1' then
     end_run(finish.run_id, run, 'canceled', now, fields)
+  elseif finish.status == 'suspend' then
+    suspend(finish, run)
   elseif finish.status == 'retry' then
     if fields[1] then
       redis.call('HSET', run_key(finish.run_id), unpack(fields))
     end
-    retry(finish.run_id, run[2], finish.retry_at)
+    retry(finish.run_id, run, finish.retry_at)
   else
     end_run(finish.run_id, run, finish.status, now, fields)
   end
@@ -51,4 +91,5 @@ local results = {}
 for _, finish in ipairs(cjson.decode(ARGV[2])) do
   results[#results + 1] = apply(finish)
 end
+wake_left_queues()
 return results

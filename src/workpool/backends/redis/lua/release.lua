@@ -6,21 +6,25 @@
 --
 -- Each held run becomes queued now (attempts unchanged, no lease loss counted), or
 -- ends canceled if its cancel was requested. Returns the number of runs released.
+-- Each limited queue the runs left is woken if it has room and claimable runs
+-- (queues.lua).
 
 local now = ARGV[1]
 local released = 0
 for i = 2, #ARGV, 2 do
   local run_id, token = ARGV[i], ARGV[i + 1]
-  local run = read_run(run_id, 'lease_token', 'cancel_requested')
-  if run[1] == 'running' and run[5] == token then
-    if run[6] == '1' then
+  local run = read_run(run_id, 'lease_token', 'cancel_requested', 'rate')
+  if run[1] == 'running' and run[11] == token then
+    if run[12] == '1' then
       end_run(run_id, run, 'canceled', now, {})
     else
-      drop_lease(run_id, run[2])
-      make_waiting(run_id, run[2], now, now)
-      wake(run[2])
+      drop_lease(run_id, run)
+      if make_waiting(run_id, run[2], now, now, run[8], run[9], run[13]) then
+        wake(run[2])
+      end
     end
     released = released + 1
   end
 end
+wake_left_queues()
 return released

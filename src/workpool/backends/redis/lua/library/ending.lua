@@ -1,84 +1,89 @@
--- Library: terminal transitions, completion hooks and cancellation.
+-- Library: terminal transitions and cancellation, down the tree of awaited children.
 
--- The "result" member of a hook run's input, composed from stored JSON texts.
-local function hook_result(status, output, failure, reason)
-  if status == 'succeeded' then
-    return '{"status":"succeeded","output":' .. (output or 'null') .. '}'
-  end
-  if status == 'failed' then
-    return '{"status":"failed","error":' .. (failure or 'null') .. '}'
-  end
-  return '{"status":"canceled","reason":' .. (reason and cjson.encode(reason) or 'null') .. '}'
+-- The queue index that holds a run in each non-terminal status (a suspended run is
+-- in 'scheduled' only if it has a timer; removing it when absent is harmless).
+local INDEX_OF_STATUS = {
+  queued = 'ready', scheduled = 'scheduled', running = 'leases', suspended = 'scheduled',
+}
+
+-- The error of a run that lost its lease too often (reaped by claim.lua).
+local function lost_error(losses)
+  local message = 'the run lost its lease ' .. losses .. ' times (the worker died or '
+    .. 'stalled each time); it will not be retried'
+  return cjson.encode({ type = 'WorkerLostError', message = message, traceback = cjson.null })
 end
 
--- Enqueue (now) each hook of a run that just ended; hook i gets id "<run id>-<i>".
-local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
-  if not hooks_json then
-    return
-  end
-  for index, hook in ipairs(cjson.decode(hooks_json)) do
-    local hook_id = run_id .. '-' .. (index - 1)
-    local wanted = status == 'failed' or not hook.on_failure_only
-    if wanted and redis.call('EXISTS', run_key(hook_id)) == 0 then
-      local input = '{"run_id":' .. cjson.encode(run_id) .. ',"workflow":'
-        .. cjson.encode(workflow) .. ',"context":' .. hook.context
-        .. ',"result":' .. result .. '}'
-      local retry = hook.retry
-      if retry == cjson.null then
-        retry = nil
-      end
-      store_run({
-        id = hook_id, workflow = hook.workflow, queue = hook.queue, input = input,
-        available_at = now, retry = retry,
-      }, now)
-      redis.call('SADD', workflows_key(), hook.workflow)
-      wake(hook.queue)
+local cancel_one  -- defined below: end_run and cancel_one call each other
+
+-- Cancel the children a canceled run awaits (emitted children run on); returns how
+-- many runs of its subtree were canceled or cancel-requested.
+local function cancel_awaited_children(run_id, now)
+  local reason = 'parent run ' .. run_id .. ' was canceled'
+  local changed = 0
+  for _, child_id in ipairs(redis.call('LRANGE', children_key(run_id), 0, -1)) do
+    if redis.call('HGET', run_key(child_id), 'parent_step') then
+      local _, count = cancel_one(child_id, reason, now)
+      changed = changed + count
     end
   end
+  return changed
 end
 
--- The queue index that holds a run in each non-terminal status.
-local INDEX_OF_STATUS = { queued = 'ready', scheduled = 'scheduled', running = 'leases' }
-
--- End a run in a terminal status: set fields, leave its indexes, fire hooks.
--- run: the stored status, queue, workflow and hooks (HMGET in that order, as read
--- by the caller in the same script). fields: extra hash field/value pairs to store.
+-- End a run in a terminal status: set fields, leave its indexes and its gate (and
+-- note a running run left 'running', see queues.lua), fire hooks, tell its parent,
+-- cancel its awaited children if canceled. run: as read_run
+-- (waiting.lua) returns it, in the same script. fields: extra hash field/value pairs
+-- to store. Returns how many children (and further down) it canceled or
+-- cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
+  local parent_id, parent_step, has_steps = run[5], run[6], run[7]
   redis.call('HSET', key, 'status', status, 'finished_at', now, unpack(fields))
-  if current == 'running' then
-    redis.call('HDEL', key, 'lease_token')
+  if current == 'running' or run[10] == '1' then
+    redis.call('HDEL', key, 'lease_token', 'admitted')
   end
-  redis.call('ZREM', queue_key(queue, INDEX_OF_STATUS[current]), run_id)
+  if current == 'running' then leave_running(queue) end
+  if run[8] and current == 'queued' and run[10] ~= '1' then
+    redis.call('ZREM', gate_waiting_key(run[8]), run_id)  -- it waited: it frees nothing
+  else
+    redis.call('ZREM', queue_key(queue, INDEX_OF_STATUS[current]), run_id)
+  end
   redis.call('ZREM', workflow_cancelable_key(workflow), run_id)
-  if hooks then
-    local stored = redis.call('HMGET', key, 'output', 'error', 'cancel_reason')
-    local result = hook_result(status, stored[1] or nil, stored[2] or nil, stored[3] or nil)
-    fire_hooks(run_id, workflow, hooks, status, result, now)
+  if run[10] == '1' then
+    leave_gate(run[8], run[9])  -- its place goes to the oldest run waiting at its gate
   end
+  if hooks or parent_step then
+    local stored = redis.call('HMGET', key, 'output', 'error', 'cancel_reason')
+    stored = { stored[1] or nil, stored[2] or nil, stored[3] or nil }
+    if hooks then
+      local result = hook_result(status, stored[1], stored[2], stored[3])
+      fire_hooks(run_id, workflow, hooks, status, result, now)
+    end
+    if parent_step then
+      notify_parent(run_id, parent_id, parent_step, status, stored, now)
+    end
+  end
+  if status == 'canceled' and has_steps == '1' then
+    return cancel_awaited_children(run_id, now)
+  end
+  return 0
 end
 
--- The fields end_run needs (status, queue, workflow, hooks), then those named after.
-local function read_run(run_id, ...)
-  return redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks', ...)
-end
-
-local TERMINAL = { succeeded = true, failed = true, canceled = true }
-
--- Cancel one run as Backend.cancel describes; returns the CancelResult string.
-local function cancel_one(run_id, reason, now)
+-- Cancel one run as Backend.cancel describes. Returns the CancelResult string and how
+-- many runs changed (it and the awaited children canceled with it; 0 if none).
+cancel_one = function(run_id, reason, now)
   local key = run_key(run_id)
   local run = read_run(run_id, 'cancel_requested')
   local status = run[1]
   if not status then
-    return 'not_found'
+    return 'not_found', 0
   end
   if TERMINAL[status] then
-    return 'finished'
+    return 'finished', 0
   end
-  if run[5] == '1' then
-    return 'requested'  -- already requested: the first reason given is kept
+  if run[11] == '1' then
+    return 'requested', 0  -- already requested: the first reason given is kept
   end
   if reason then
     redis.call('HSET', key, 'cancel_reason', reason)
@@ -87,8 +92,7 @@ local function cancel_one(run_id, reason, now)
   if status == 'running' then
     -- A cancel-requested run is no longer selectable by cancel_many.
     redis.call('ZREM', workflow_cancelable_key(run[3]), run_id)
-    return 'requested'
+    return 'requested', 1
   end
-  end_run(run_id, run, 'canceled', now, {})
-  return 'canceled'
+  return 'canceled', 1 + end_run(run_id, run, 'canceled', now, {})
 end

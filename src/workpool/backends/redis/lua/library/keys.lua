@@ -7,9 +7,24 @@ local function run_key(run_id)
   return prefix .. ':run:' .. run_id
 end
 
--- index: 'ready' | 'scheduled' | 'leases' | 'signal'
+-- hash: step name -> step JSON text
+local function steps_key(run_id)
+  return prefix .. ':run:' .. run_id .. ':steps'
+end
+
+-- list: ids of the runs started by the run's steps, oldest first
+local function children_key(run_id)
+  return prefix .. ':run:' .. run_id .. ':children'
+end
+
+-- index: 'ready' | 'scheduled' | 'leases' | 'signal' | 'settings'
 local function queue_key(queue, index)
   return prefix .. ':queue:' .. queue .. ':' .. index
+end
+
+-- hash: max_parallelism (absent: no limit), paused ('1' | '0'); none: no settings
+local function settings_key(queue)
+  return queue_key(queue, 'settings')
 end
 
 -- set: the name of every workflow that has had a run (cancel_many walks them)
@@ -21,7 +36,39 @@ local function workflow_cancelable_key(workflow)
   return prefix .. ':workflow:' .. workflow .. ':cancelable'
 end
 
+-- string "<expires_at> <holder>" (decimal seconds, caller's clock), with a TTL too
+local function lease_key(name)
+  return prefix .. ':lease:' .. name
+end
+
 -- The workflow's length keeps (workflow, key) pairs apart when either holds a ':'.
 local function idempotency_key(workflow, key)
   return prefix .. ':idempotency:' .. #workflow .. ':' .. workflow .. ':' .. key
+end
+
+-- A gate's id: "<len>:<workflow>" without a concurrency key, "<len>:<workflow>:<key>"
+-- with one (key_suffix: '' or ':' .. key, as enqueue arguments carry it), where <len>
+-- is the workflow name's length in bytes, so no two (workflow, key) pairs share an id.
+local function gate_id(workflow, key_suffix)
+  return #workflow .. ':' .. workflow .. key_suffix
+end
+
+-- sorted set: the gate's waiting runs (queued, not admitted), score available_at
+local function gate_waiting_key(gate)
+  return prefix .. ':gate:' .. gate .. ':waiting'
+end
+
+-- hash: gate id -> how many of its runs are admitted (absent when none)
+local function gates_key()
+  return prefix .. ':gates'
+end
+
+-- string: a rate limiter's TAT (decimal seconds), with a TTL (see rates.lua)
+local function limiter_key(limiter_id)
+  return prefix .. ':limiter:' .. limiter_id
+end
+
+-- hash: workflow name -> its registered definition (JSON text; see keys.py)
+local function registry_key()
+  return prefix .. ':registry'
 end

@@ -2,53 +2,96 @@
 -- Times are decimal strings (seconds since the epoch) passed through unchanged, so
 -- no precision is lost to Lua's number formatting.
 
--- Push a token on the queue's signal list (kept at most one long) to wake a worker.
-local function wake(queue)
-  local signal = queue_key(queue, 'signal')
-  if redis.call('LLEN', signal) == 0 then
-    redis.call('RPUSH', signal, '1')
-  end
+local TERMINAL = { succeeded = true, failed = true, canceled = true }
+
+-- The fields of a run that transitions read (run[1..10]: status, queue, workflow,
+-- hooks, parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), then
+-- those named after (run[11], ...).
+local function read_run(run_id, ...)
+  return redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks',
+    'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', ...)
 end
 
--- Make a run waiting: queued in 'ready' if available_at <= now, else 'scheduled'.
--- The caller has already removed it from every other queue index.
-local function make_waiting(run_id, queue, available_at, now)
-  local status = 'queued'
-  local index = 'ready'
+-- Make a run waiting: queued if available_at <= now (in 'ready', or at its gate if
+-- gate is set; limit: its gate_limit), else 'scheduled'. rate: its rate field (nil: no
+-- limits, or it holds a reservation): queued, it first reserves a start, and a later one
+-- makes it 'scheduled' at that start (rates.lua). The caller has already removed it from
+-- every other index. Returns true when the caller must wake the queue (false when it
+-- waits at its gate; a gate wakes the queue of each run it admits).
+local function make_waiting(run_id, queue, available_at, now, gate, limit, rate)
   if tonumber(available_at) > tonumber(now) then
-    status = 'scheduled'
-    index = 'scheduled'
+    redis.call('HSET', run_key(run_id), 'status', 'scheduled', 'available_at', available_at)
+    redis.call('ZADD', queue_key(queue, 'scheduled'), available_at, run_id)
+  elseif rate and delay_for_rate(run_id, queue, rate, now) then
+    return true  -- scheduled at its reserved start: idle workers learn when it is due
+  elseif gate then
+    local count, at_once = gate_room(gate, limit)
+    local fields = { 'status', 'queued', 'available_at', available_at }
+    if at_once then
+      fields[5], fields[6] = 'admitted', '1'
+    end
+    redis.call('HSET', run_key(run_id), unpack(fields))
+    return join_gate(run_id, gate, limit, queue, available_at, count, at_once)
+  else
+    redis.call('HSET', run_key(run_id), 'status', 'queued', 'available_at', available_at)
+    redis.call('ZADD', queue_key(queue, 'ready'), available_at, run_id)
   end
-  redis.call('HSET', run_key(run_id), 'status', status, 'available_at', available_at)
-  redis.call('ZADD', queue_key(queue, index), available_at, run_id)
+  return true
 end
 
--- Drop the lease of a running run (its hash field and its leases entry).
-local function drop_lease(run_id, queue)
-  redis.call('ZREM', queue_key(queue, 'leases'), run_id)
-  redis.call('HDEL', run_key(run_id), 'lease_token')
+-- Drop the lease of a running run (its hash field and its leases entry), free its
+-- place at its gate, if gated, and note that it left 'running'. run: as read_run
+-- returns it.
+local function drop_lease(run_id, run)
+  leave_running(run[2])
+  redis.call('ZREM', queue_key(run[2], 'leases'), run_id)
+  redis.call('HDEL', run_key(run_id), 'lease_token', 'admitted')
+  if run[10] == '1' then
+    leave_gate(run[8], run[9])
+  end
 end
+
+local OPTIONAL_RUN_FIELDS = {
+  'retry', 'hooks', 'idempotency_key', 'parent_run_id', 'parent_step', 'gate', 'gate_limit',
+  'rate', 'rate_reserved',
+}
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
--- the optional retry, hooks (JSON text) and idempotency_key. Does not wake workers
--- nor record the workflow name: batch callers do each once per batch.
+-- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
+-- gate, gate_limit and rate (a due run with limits reserves its start, see rates.lua).
+-- Does not record the workflow name: batch callers do it once per batch. Returns true
+-- when the caller must wake the queue (see make_waiting).
 local function store_run(run, now)
-  local status, index = 'queued', 'ready'
+  local status, count, at_once = 'queued', nil, false
+  if run.rate and tonumber(run.available_at) <= tonumber(now) then
+    run.available_at, run.rate_reserved = reserved_at(run.rate, run.available_at, now)
+  end
   if tonumber(run.available_at) > tonumber(now) then
-    status, index = 'scheduled', 'scheduled'
+    status = 'scheduled'
+  elseif run.gate then
+    count, at_once = gate_room(run.gate, run.gate_limit)
   end
   local fields = {
     'id', run.id, 'workflow', run.workflow, 'queue', run.queue, 'input', run.input,
     'status', status, 'attempts', '0', 'created_at', now, 'available_at', run.available_at,
     'cancel_requested', '0', 'lease_losses', '0',
   }
-  for _, name in ipairs({ 'retry', 'hooks', 'idempotency_key' }) do
+  for _, name in ipairs(OPTIONAL_RUN_FIELDS) do
     if run[name] then
       fields[#fields + 1] = name
       fields[#fields + 1] = run[name]
     end
   end
+  if at_once then
+    fields[#fields + 1], fields[#fields + 2] = 'admitted', '1'
+  end
   redis.call('HSET', run_key(run.id), unpack(fields))
-  redis.call('ZADD', queue_key(run.queue, index), run.available_at, run.id)
   redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
+  if count then
+    return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.available_at, count,
+      at_once)
+  end
+  redis.call('ZADD', queue_key(run.queue, status == 'queued' and 'ready' or 'scheduled'),
+    run.available_at, run.id)
+  return true
 end

@@ -1,0 +1,81 @@
+-- Library: enqueueing one new run with its idempotency key (enqueue.lua, save_step.lua).
+--
+-- A run travels as RUN_FIELDS flat arguments (an empty string means absent):
+--   id, workflow, queue, input (JSON text), available_at (seconds, string),
+--   retry (JSON text), hooks (JSON text of a list of {workflow, queue,
+--   context (JSON text), retry (JSON text), on_failure_only, max_concurrency}),
+--   idempotency_key, idempotency_expires_at (seconds, string: now + TTL),
+--   idempotency_ttl_ms (integer milliseconds, for PEXPIRE),
+--   max_concurrency (integer; absent: the run is not gated),
+--   concurrency_key ('' when none, else ':' followed by the key, so that an empty key
+--   is still a key; appended to the gate id, see gate_id in keys.lua),
+--   skip_if_busy ('1': store nothing if the run's gate already admits max_concurrency
+--   runs; ignored for a run that is not gated),
+--   rate (JSON text of its rate limits, [[limiter id, count, per], ...]; see rates.lua)
+-- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
+-- it is honoured against the caller's clock and still garbage-collected by Redis.
+-- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
+
+local RUN_FIELDS = 14
+
+local function optional(value)
+  if value == '' then
+    return nil
+  end
+  return value
+end
+
+-- The run whose RUN_FIELDS arguments start at ARGV[base], and its key's expiry and
+-- TTL: { run, expires_at, ttl_ms }.
+local function run_from_args(base)
+  local run = {
+    id = ARGV[base], workflow = ARGV[base + 1], queue = ARGV[base + 2],
+    input = ARGV[base + 3], available_at = ARGV[base + 4], retry = optional(ARGV[base + 5]),
+    hooks = optional(ARGV[base + 6]), idempotency_key = optional(ARGV[base + 7]),
+    gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 13]),
+  }
+  if run.gate_limit then
+    run.gate = gate_id(run.workflow, ARGV[base + 11])
+    run.skip_if_busy = ARGV[base + 12] == '1'
+  end
+  return { run, ARGV[base + 8], ARGV[base + 9] }
+end
+
+-- The run id an unexpired idempotency key remembers, or nil.
+local function remembered(key, now)
+  local value = redis.call('GET', key)
+  if not value then
+    return nil
+  end
+  local space = string.find(value, ' ', 1, true)
+  if tonumber(string.sub(value, 1, space - 1)) > tonumber(now) then
+    return string.sub(value, space + 1)
+  end
+  return nil
+end
+
+-- Store the run of run_from_args unless its key or id is taken or it skips a busy
+-- gate. Returns nil and whether the caller must wake its queue (see store_run) when
+-- it was stored, false when it was skipped (its key is not remembered), else the id
+-- of the run already there. The caller records its workflow name.
+local function enqueue_one(parsed, now)
+  local run, expires_at, ttl_ms = parsed[1], parsed[2], parsed[3]
+  local key = nil
+  if run.idempotency_key then
+    key = idempotency_key(run.workflow, run.idempotency_key)
+    local earlier = remembered(key, now)
+    if earlier then
+      return earlier
+    end
+  end
+  if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
+    return false
+  end
+  if redis.call('EXISTS', run_key(run.id)) == 1 then
+    return run.id
+  end
+  if key then
+    redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)
+  end
+  return nil, store_run(run, now)
+end

@@ -1,0 +1,84 @@
+-- Library: waking workers, and concurrency gates (Backend docstring, "Concurrency gates").
+--
+-- A gated queued run is either admitted (hash field admitted = '1', in its queue's
+-- 'ready' set, claimable) or waiting (in its gate's waiting set, not claimable). A
+-- running gated run stays admitted. The 'gates' hash counts each gate's admitted runs
+-- (the field is deleted at 0). Claims never look at gates: 'ready' holds admitted runs.
+-- Ungated runs have no gate field and none of this costs them a command.
+
+-- Push a token on the queue's signal list (kept at most one long) to wake a worker.
+local function wake(queue)
+  local signal = queue_key(queue, 'signal')
+  if redis.call('LLEN', signal) == 0 then
+    redis.call('RPUSH', signal, '1')
+  end
+end
+
+-- Admit the gate's oldest waiting runs while it admits fewer than limit (the limit of
+-- the run that joined or left); count: its admitted runs now. Admitted runs go to
+-- their queue's 'ready' set (score available_at, carried over from the waiting set)
+-- and wake that queue's workers. Returns the new count, which the caller stores.
+local function admit_waiting(gate, limit, count)
+  local room = tonumber(limit) - count
+  if room <= 0 then
+    return count
+  end
+  local popped = redis.call('ZPOPMIN', gate_waiting_key(gate), room)
+  local woken = {}
+  for i = 1, #popped, 2 do
+    local run_id = popped[i]
+    local queue = redis.call('HGET', run_key(run_id), 'queue')
+    redis.call('HSET', run_key(run_id), 'admitted', '1')
+    redis.call('ZADD', queue_key(queue, 'ready'), popped[i + 1], run_id)
+    if not woken[queue] then
+      woken[queue] = true
+      wake(queue)
+    end
+  end
+  return count + #popped / 2
+end
+
+-- Store a gate's admitted count if it changed from old (none left: no field).
+local function store_count(gate, count, old)
+  if count == old then
+    return
+  elseif count <= 0 then
+    redis.call('HDEL', gates_key(), gate)
+  else
+    redis.call('HSET', gates_key(), gate, count)
+  end
+end
+
+-- Before a gated run becomes queued: its gate's admitted count, and whether the gate
+-- admits it at once (it has room and no run waits; a waiting run would be older).
+local function gate_room(gate, limit)
+  local count = tonumber(redis.call('HGET', gates_key(), gate) or '0')
+  return count, count < tonumber(limit) and redis.call('ZCARD', gate_waiting_key(gate)) == 0
+end
+
+-- Whether the gate already admits limit runs or more (a skip_if_busy run then skips).
+local function gate_busy(gate, limit)
+  return tonumber(redis.call('HGET', gates_key(), gate) or '0') >= tonumber(limit)
+end
+
+-- A gated run became queued (status set, in no queue index; with at_once, its field
+-- admitted is set too). count, at_once: gate_room's answer. Admitted at once, it goes
+-- to 'ready' and the caller wakes its queue (returns true); else it waits at the gate,
+-- which then admits what it can (maybe this run, waking its queue; returns false).
+local function join_gate(run_id, gate, limit, queue, available_at, count, at_once)
+  if at_once then
+    redis.call('ZADD', queue_key(queue, 'ready'), available_at, run_id)
+    store_count(gate, count + 1, count)
+    return true
+  end
+  redis.call('ZADD', gate_waiting_key(gate), available_at, run_id)
+  store_count(gate, admit_waiting(gate, limit, count), count)
+  return false
+end
+
+-- An admitted run stops being admitted (it ends, retries, suspends or is requeued;
+-- the caller clears its field admitted): the gate admits its oldest waiting runs.
+local function leave_gate(gate, limit)
+  local count = tonumber(redis.call('HGET', gates_key(), gate) or '1')
+  store_count(gate, admit_waiting(gate, limit, count - 1), count)
+end

@@ -1,0 +1,46 @@
+-- Library: queue settings (Backend docstring, "Queue limits"): how many runs a claim
+-- may start in a queue, and waking a limited queue's workers when runs leave 'running'.
+--
+-- A queue's settings hash (settings_key) holds max_parallelism (absent: no limit) and
+-- paused ('1' or '0'); a queue without it has no limit and is not paused. The queue's
+-- running runs are its 'leases' set, so counting them is one ZCARD (O(1)).
+
+-- A queue's settings: max_parallelism (a number, nil: no limit) and paused (boolean).
+local function read_settings(queue)
+  local stored = redis.call('HMGET', settings_key(queue), 'max_parallelism', 'paused')
+  return tonumber(stored[1]), stored[2] == '1'
+end
+
+-- How many more runs of the queue may start now, its settings allowing: 0 or less
+-- when paused or full, math.huge without a limit (then no command is run).
+local function room_in(queue, max_parallelism, paused)
+  if paused then
+    return 0
+  elseif not max_parallelism then
+    return math.huge
+  end
+  return max_parallelism - redis.call('ZCARD', queue_key(queue, 'leases'))
+end
+
+-- The queues in which runs left 'running' during this script call (name -> true),
+-- noted by drop_lease and end_run. The scripts that make running runs leave (finish,
+-- release) call wake_left_queues at their end; claim does not: it wakes a queue that
+-- has room and claimable runs after taking, whatever made the room.
+local left_running = {}
+
+local function leave_running(queue)
+  left_running[queue] = true
+end
+
+-- Wake each queue runs left 'running' in if it has a max_parallelism, is not paused,
+-- has room and has claimable runs: its idle workers may have stopped at the limit.
+-- One HMGET per queue per script call, so an unlimited queue costs nothing per run.
+local function wake_left_queues()
+  for queue in pairs(left_running) do
+    local max_parallelism, paused = read_settings(queue)
+    if max_parallelism and room_in(queue, max_parallelism, paused) > 0
+        and redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
+      wake(queue)
+    end
+  end
+end

@@ -1,0 +1,43 @@
+-- Library: steps that await a child run, and the parent a child wakes when it ends.
+-- A step is stored as JSON text (see keys.py); it is decoded here only to record a
+-- child's outcome, and its times are decimal strings, so nothing is rounded.
+
+-- Give a decoded step the outcome of its child, which ended in status at now with
+-- these stored texts (nil when absent).
+local function take_outcome(step, status, output, failure, reason, now)
+  step.status = status
+  step.finished_at = now
+  if status == 'succeeded' then
+    step.output = output
+  elseif status == 'failed' then
+    step.error = failure
+  else
+    step.error = cjson.encode({
+      type = 'RunCanceledError', message = reason or '', traceback = cjson.null,
+    })
+  end
+end
+
+-- A child that just ended records its outcome in the parent's step awaiting it (if
+-- that step still names it) and queues the parent again if it is suspended.
+local function notify_parent(run_id, parent_id, step_name, status, stored, now)
+  local steps = steps_key(parent_id)
+  local text = redis.call('HGET', steps, step_name)
+  if not text then
+    return
+  end
+  local step = cjson.decode(text)
+  if step.child_run_id ~= run_id then
+    return
+  end
+  take_outcome(step, status, stored[1], stored[2], stored[3], now)
+  redis.call('HSET', steps, step_name, cjson.encode(step))
+  local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'gate',
+    'gate_limit', 'rate')
+  if parent[1] == 'suspended' then
+    redis.call('ZREM', queue_key(parent[2], 'scheduled'), parent_id)  -- its timer, if any
+    if make_waiting(parent_id, parent[2], now, now, parent[3], parent[4], parent[5]) then
+      wake(parent[2])
+    end
+  end
+end

@@ -1,0 +1,72 @@
+"""Cron triggers of a workflow: expressions evaluated in a time zone, DST included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+
+from workpool.errors import ConfigurationError
+
+
+@dataclass(frozen=True, slots=True)
+class Cron:
+    """Start a run of the workflow at every tick of ``expression`` in ``timezone``.
+
+    ``expression`` has 5 fields (minute hour day month weekday), or 6 with seconds last.
+    ``input`` is the run's input, validated when the workflow is defined.
+
+    Daylight saving time: a tick in the hour skipped in spring fires at the moment the
+    clocks jump (02:30 becomes 03:00 in Europe/Paris); in autumn, a tick at a fixed hour
+    fires once, at the first of the repeated wall times, while an expression whose hour
+    field has a ``*`` (hourly, every 15 minutes...) fires in both repeated hours.
+    """
+
+    expression: str
+    timezone: str = "UTC"
+    input: Any = None
+
+    def __post_init__(self) -> None:
+        if not croniter.is_valid(self.expression):
+            raise ConfigurationError(
+                f"invalid cron expression {self.expression!r}: use 5 fields (minute hour "
+                "day month weekday), e.g. '*/5 * * * *', or 6 with seconds last"
+            )
+        self.zone()
+
+    def zone(self) -> ZoneInfo:
+        """The time zone, or ConfigurationError naming it."""
+        try:
+            return ZoneInfo(self.timezone)
+        except (ZoneInfoNotFoundError, ValueError, TypeError):
+            raise ConfigurationError(
+                f"unknown time zone {self.timezone!r} for cron {self.expression!r}: use an "
+                "IANA name such as 'UTC' or 'Europe/Paris'"
+            ) from None
+
+    def next_after(self, moment: float) -> float:
+        """The first tick strictly after ``moment`` (seconds since the epoch)."""
+        zone = self.zone()
+        ticks = croniter(self.expression, datetime.fromtimestamp(moment, zone))
+        tick: datetime = ticks.get_next(datetime)
+        while self._fixed_hour() and _second_of_repeated_wall_time(tick, zone):
+            tick = ticks.get_next(datetime)
+        return tick.timestamp()
+
+    def to_json(self) -> dict[str, Any]:
+        """The registry form."""
+        return {"expression": self.expression, "timezone": self.timezone, "input": self.input}
+
+    def _fixed_hour(self) -> bool:
+        return "*" not in self.expression.split()[1]
+
+
+def _second_of_repeated_wall_time(tick: datetime, zone: ZoneInfo) -> bool:
+    """Whether ``tick`` is the later of two moments with the same local time (autumn)."""
+    wall = tick.replace(tzinfo=None)
+    first = wall.replace(tzinfo=zone, fold=0).utcoffset()
+    second = wall.replace(tzinfo=zone, fold=1).utcoffset()
+    return first != second and tick.utcoffset() == second

@@ -1,0 +1,395 @@
+"""``ctx.step``: durable steps, child runs and sleeps, replayed from saved results.
+
+Each step is saved under its name when it completes, in one backend operation that
+only the lease holder can perform. A later execution of the same run (a retry, a
+reclaim after a crash, a resume after a wait) replays the handler from the start:
+completed steps return their saved result without running again.
+
+Waiting does not hold a worker slot. When the handler is blocked on durable waits
+only (a child run, a sleep) and no step is in progress, every pending wait raises
+``SuspendRun``; the worker then suspends the run, and the backend queues it again
+when a child ends or the timer is due. Sleeps shorter than ``SLEEP_IN_SLOT_UNDER``
+stay in the slot: a suspend and resume costs a few backend operations and a replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import partial
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from workpool.backends.base import Backend, Lease, NewRun, StepKind, StepRecord
+from workpool.client import build_new_run, check_name, prepare_run
+from workpool.definitions import Workflow
+from workpool.errors import (
+    DuplicateStepError,
+    NonRetriableError,
+    RunCanceledError,
+    RunFailedError,
+    StepTimeoutError,
+)
+from workpool.models import RunError
+from workpool.serialization import check_size, error_json, from_json, to_json
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+SLEEP_IN_SLOT_UNDER = 0.5
+"""Seconds: a shorter sleep waits in the slot instead of suspending the run."""
+
+
+class SuspendRun(BaseException):
+    """Unwinds a handler whose run now waits durably; the worker suspends the run.
+
+    A BaseException so that handlers' ``except Exception`` blocks let it through.
+    """
+
+
+class LeaseLost(BaseException):
+    """A step could not be saved because the run's lease is gone."""
+
+
+@dataclass(frozen=True, slots=True)
+class Suspension:
+    """What a suspended run waits for: any of these children to end, or the time."""
+
+    wake_at: float | None
+    waiting_on: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnvironment:
+    """What the steps of one execution need from the worker."""
+
+    pool: Workpool
+    backend: Backend
+    lease: Lease
+    threads: Executor
+    """Where sync step functions run."""
+    has_steps: bool
+    """The run has saved steps: load them before the first step (else start empty)."""
+
+
+class Steps:
+    """The ``ctx.step`` API of one execution of a run (async handlers only)."""
+
+    def __init__(self, env: StepEnvironment) -> None:
+        self._env = env
+        self._run_id = env.lease.run_id
+        self._saved: dict[str, StepRecord] | None = None if env.has_steps else {}
+        self._loading = asyncio.Lock()
+        self._used: set[str] = set()
+        self._busy = 0
+        self._settled = asyncio.Event()
+        self._settled.set()
+        self._waits: list[tuple[str | None, float | None, asyncio.Future[None]]] = []
+        self._watcher: asyncio.Task[None] | None = None
+        self.duplicate: DuplicateStepError | None = None
+        """Set when a step name was used twice: the run fails whatever the handler does."""
+        self.suspension: Suspension | None = None
+        """Set once the run is to be suspended (the pending waits were unwound)."""
+
+    # -- the API ----------------------------------------------------------------------
+
+    async def run(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Run ``fn(*args, **kwargs)`` (sync or async) once per run; return its result.
+
+        The result is saved as JSON under ``name``; a replay returns the saved value
+        (decoded from JSON, so the first execution returns the same) without calling
+        ``fn``. If ``fn`` raises, nothing is cached and the error propagates (the run's
+        retry policy applies). Over ``timeout`` seconds: StepTimeoutError; a sync
+        ``fn`` cannot be interrupted and finishes in its thread, unobserved.
+        """
+        self._use_name(name)
+        with self._active():
+            saved = (await self._load()).get(name)
+            self._check_kind(saved, name, "run")
+            if saved is not None and saved.status == "succeeded":
+                return from_json(saved.output)
+            attempts = saved.attempts + 1 if saved is not None else 1
+            started = self._now()
+            try:
+                value = await self._call(name, fn, args, kwargs, timeout)
+                output = to_json(value, what=f"result of step {name!r}")
+                check_size(output, what=f"result of step {name!r}", limit=self._limit)
+            except Exception as error:
+                failed = StepRecord(
+                    name,
+                    "run",
+                    "failed",
+                    attempts,
+                    started,
+                    error=error_json(error),
+                    finished_at=self._now(),
+                )
+                await self._save(failed)
+                raise
+            done = StepRecord(
+                name, "run", "succeeded", attempts, started, output=output, finished_at=self._now()
+            )
+            await self._save(done)
+            return from_json(output)
+
+    async def run_workflow(
+        self,
+        name: str,
+        child: Workflow[Any, Any] | str,
+        input: Any,
+        *,
+        timeout: float | None = None,
+        queue: str | None = None,
+    ) -> Any:
+        """Start a child run of ``child`` (a workflow or its name), wait, return its output.
+
+        The child is enqueued once per run (idempotency key from this run's id, the
+        step name and the child's name). While it runs this run is suspended and frees
+        its slot. Raises RunFailedError / RunCanceledError if the child failed or was
+        canceled, StepTimeoutError if it did not end within ``timeout`` seconds (it
+        then runs on). Canceling this run cancels the child.
+        """
+        self._use_name(name)
+        with self._active():
+            saved = (await self._load()).get(name)
+            self._check_kind(saved, name, "workflow")
+            if saved is None or saved.status not in ("waiting", "succeeded"):
+                now = self._now()
+                waiting = StepRecord(
+                    name,
+                    "workflow",
+                    "waiting",
+                    saved.attempts + 1 if saved else 1,
+                    now,
+                    wake_at=now + timeout if timeout is not None else None,
+                )
+                new_run = self._child_run(name, child, input, queue=queue)
+                saved = await self._save(waiting, new_run)
+            if saved.status == "waiting":
+                if saved.wake_at is not None and self._now() >= saved.wake_at:
+                    error = StepTimeoutError(
+                        f"step {name!r}: child run {saved.child_run_id} did not end within "
+                        f"{timeout} s; it keeps running"
+                    )
+                    await self._save(
+                        replace(
+                            saved, status="failed", error=error_json(error), finished_at=self._now()
+                        )
+                    )
+                    raise error
+                await self._suspend_until(saved.child_run_id, saved.wake_at)
+            return _child_result(saved, child)
+
+    async def emit_workflow(
+        self,
+        name: str,
+        child: Workflow[Any, Any] | str,
+        input: Any,
+        *,
+        run_at: datetime | None = None,
+        run_after: timedelta | float | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Start a child run without waiting for it; return its run id.
+
+        Enqueued once per run: by default the idempotency key comes from this run's
+        id, the step name and the child's name. The child is not canceled with this run.
+        """
+        self._use_name(name)
+        with self._active():
+            saved = (await self._load()).get(name)
+            self._check_kind(saved, name, "emit")
+            if saved is None or saved.child_run_id is None:
+                now = self._now()
+                emitted = StepRecord(name, "emit", "succeeded", 1, now, finished_at=now)
+                new_run = self._child_run(
+                    name,
+                    child,
+                    input,
+                    queue=queue,
+                    run_at=run_at,
+                    run_after=run_after,
+                    idempotency_key=idempotency_key,
+                )
+                saved = await self._save(emitted, new_run)
+            assert saved.child_run_id is not None
+            return saved.child_run_id
+
+    async def sleep(self, name: str, duration: timedelta | float) -> None:
+        """Wait ``duration`` (seconds or timedelta) durably: a restart does not reset it.
+
+        Waits of ``SLEEP_IN_SLOT_UNDER`` seconds or more suspend the run and free its slot.
+        """
+        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
+        await self._sleep(name, lambda now: now + max(0.0, float(seconds)))
+
+    async def sleep_until(self, name: str, when: datetime) -> None:
+        """Wait durably until ``when`` (naive datetimes are local time)."""
+        await self._sleep(name, lambda _: when.timestamp())
+
+    # -- replay state -------------------------------------------------------------------
+
+    async def _sleep(self, name: str, wake_at_from: Callable[[float], float]) -> None:
+        self._use_name(name)
+        with self._active():
+            saved = (await self._load()).get(name)
+            self._check_kind(saved, name, "sleep")
+            if saved is None:
+                now = self._now()
+                timer = StepRecord(name, "sleep", "waiting", 1, now, wake_at=wake_at_from(now))
+                saved = await self._save(timer)
+            assert saved.wake_at is not None
+            remaining = saved.wake_at - self._now()
+            if remaining <= 0:
+                return
+            if remaining < SLEEP_IN_SLOT_UNDER:
+                await asyncio.sleep(remaining)
+                return
+            await self._suspend_until(None, saved.wake_at)
+
+    async def _load(self) -> dict[str, StepRecord]:
+        async with self._loading:
+            if self._saved is None:
+                steps = await self._env.backend.get_steps(self._run_id)
+                self._saved = {step.name: step for step in steps}
+        return self._saved
+
+    async def _save(self, step: StepRecord, child: NewRun | None = None) -> StepRecord:
+        stored = await self._env.backend.save_step(self._env.lease, step, self._now(), child)
+        if stored is None:
+            raise LeaseLost(f"run {self._run_id}: lease lost, step {step.name!r} not saved")
+        assert self._saved is not None
+        self._saved[step.name] = stored
+        return stored
+
+    def _use_name(self, name: str) -> None:
+        check_name(name, what="step name")
+        if name in self._used:
+            self.duplicate = DuplicateStepError(
+                f"run {self._run_id} used the step name {name!r} twice in one execution; "
+                "give every step its own name (e.g. add the loop index: f'charge-{i}')"
+            )
+            raise self.duplicate
+        self._used.add(name)
+
+    def _check_kind(self, saved: StepRecord | None, name: str, kind: StepKind) -> None:
+        if saved is not None and saved.kind != kind:
+            raise NonRetriableError(
+                f"run {self._run_id}: step {name!r} was saved as a {saved.kind!r} step and is "
+                f"now used as a {kind!r} step; step names must mean the same thing on replay"
+            )
+
+    def _child_run(
+        self, name: str, child: Workflow[Any, Any] | str, input: Any, **options: Any
+    ) -> NewRun:
+        child_name = child.name if isinstance(child, Workflow) else child
+        if options.get("idempotency_key") is None:
+            options["idempotency_key"] = self._child_key(name, child_name)
+        prepared = prepare_run(self._env.pool, child, input, **options)
+        return build_new_run(self._env.pool, prepared, self._now())
+
+    def _child_key(self, step: str, child: str) -> str:
+        digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
+        return f"step:{self._run_id}:{digest}"
+
+    async def _call(
+        self,
+        name: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        timeout: float | None,
+    ) -> Any:
+        try:
+            async with asyncio.timeout(timeout) as limit:
+                if inspect.iscoroutinefunction(fn):
+                    return await fn(*args, **kwargs)
+                loop = asyncio.get_running_loop()
+                return await loop.run_in_executor(self._env.threads, partial(fn, *args, **kwargs))
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            raise StepTimeoutError(
+                f"step {name!r} of run {self._run_id} ran over its timeout of {timeout} s"
+            ) from None
+
+    # -- suspension ---------------------------------------------------------------------
+
+    @contextmanager
+    def _active(self) -> Iterator[None]:
+        """A step call in progress: the run is not suspended until none is."""
+        self._busy += 1
+        self._settled.clear()
+        try:
+            yield
+        finally:
+            self._busy -= 1
+            if self._busy == 0:
+                self._settled.set()
+
+    async def _suspend_until(self, child: str | None, wake_at: float | None) -> NoReturn:
+        """Wait durably; raises SuspendRun once the whole handler is waiting durably."""
+        if self.suspension is not None:  # already unwinding (a wait in a finally block)
+            raise SuspendRun
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waits.append((child, wake_at, future))
+        if self._watcher is None:
+            self._watcher = asyncio.create_task(self._suspend_when_settled())
+        self._busy -= 1  # a durable wait is not activity
+        if self._busy == 0:
+            self._settled.set()
+        try:
+            await future
+        finally:
+            self._busy += 1
+        raise AssertionError("a durable wait only ends by SuspendRun")
+
+    async def _suspend_when_settled(self) -> None:
+        while True:
+            # Let sibling coroutines (asyncio.gather) reach their own steps first.
+            for _ in range(3):
+                await asyncio.sleep(0)
+            if self._busy == 0:
+                break
+            await self._settled.wait()
+        times = [wake_at for _, wake_at, _ in self._waits if wake_at is not None]
+        children = tuple(dict.fromkeys(child for child, _, _ in self._waits if child))
+        self.suspension = Suspension(min(times) if times else None, children)
+        for _, _, future in self._waits:
+            if not future.done():
+                future.set_exception(SuspendRun())
+
+    def _now(self) -> float:
+        return self._env.pool.clock.now()
+
+    @property
+    def _limit(self) -> int:
+        return self._env.pool.max_payload_bytes
+
+
+def _child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:
+    child_id = saved.child_run_id or "?"
+    if saved.status == "succeeded":
+        value = from_json(saved.output)
+        if isinstance(child, Workflow) and child.output_adapter is not None:
+            return child.output_adapter.validate_python(value)
+        return value
+    error = RunError.model_validate(from_json(saved.error) or {"type": "?", "message": ""})
+    if saved.status == "canceled":
+        raise RunCanceledError(child_id, error.message or None)
+    raise RunFailedError(child_id, error)

@@ -1,0 +1,109 @@
+"""The cron scheduler: the worker holding its app's cron lease starts each tick's run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from workpool.backends.base import Backend
+from workpool.client import build_new_run
+from workpool.cron import Cron
+from workpool.definitions import Workflow
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+logger = logging.getLogger("workpool.cron")
+
+LEASE_SECONDS = 10.0
+"""How long a leader that stops renewing keeps the lease before another worker takes over."""
+RENEW_SECONDS = 2.0
+"""The longest the scheduler sleeps: it renews (or tries to take) the lease this often."""
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """One cron trigger of one workflow."""
+
+    workflow: Workflow[Any, Any]
+    index: int
+    cron: Cron
+
+    def run_key(self, tick: float) -> str:
+        """The idempotency key of this trigger's run for ``tick``: each tick runs once."""
+        return f"cron:{self.index}:{tick!r}"
+
+
+class CronScheduler:
+    """Fires the pool's cron triggers while this worker holds the cron lease.
+
+    A new leader schedules each trigger's next tick from now: ticks missed while no
+    worker led are not fired afterwards (no catch-up). Each tick's run has an
+    idempotency key, so two workers that both believed they led fire it once. A tick
+    that finds its workflow at ``max_concurrency`` is skipped and counted.
+    """
+
+    def __init__(self, pool: Workpool, holder: str) -> None:
+        self._pool = pool
+        self._holder = holder
+        self._lease = f"cron:{pool.app}"  # one leader per app: each fires its own crons
+        self._triggers = [
+            Trigger(workflow, index, cron)
+            for workflow in pool.workflows.values()
+            for index, cron in enumerate(workflow.cron)
+        ]
+        self._next: dict[Trigger, float] = {}
+        self.leading = False
+        self.fired = 0
+        self.skipped = 0
+
+    @property
+    def has_triggers(self) -> bool:
+        """Whether the pool defines any cron trigger."""
+        return bool(self._triggers)
+
+    async def run(self, backend: Backend) -> None:
+        """Lead when possible and fire due ticks, until cancelled."""
+        while True:
+            try:
+                pause = await self.step(backend, self._pool.clock.now())
+            except Exception:
+                logger.exception("cron scheduler failed; retrying in %s s", RENEW_SECONDS)
+                pause = RENEW_SECONDS
+            await asyncio.sleep(pause)
+
+    async def step(self, backend: Backend, now: float) -> float:
+        """Renew or take the lease, fire the ticks due at ``now``; return the seconds
+        until the next step."""
+        leading = await backend.acquire_lease(self._lease, self._holder, LEASE_SECONDS, now)
+        if leading and not self.leading:
+            logger.info("cron: this worker leads (%d triggers)", len(self._triggers))
+            self._next = {trigger: trigger.cron.next_after(now) for trigger in self._triggers}
+        self.leading = leading
+        if not leading:
+            return RENEW_SECONDS
+        for trigger, tick in list(self._next.items()):
+            if tick <= now:
+                await self._fire(backend, trigger, tick, now)
+                self._next[trigger] = trigger.cron.next_after(max(now, tick))
+        soonest = min(self._next.values(), default=now + RENEW_SECONDS)
+        return max(0.0, min(RENEW_SECONDS, soonest - now))
+
+    async def _fire(self, backend: Backend, trigger: Trigger, tick: float, now: float) -> None:
+        prepared = trigger.workflow.prepare(
+            trigger.cron.input, idempotency_key=trigger.run_key(tick)
+        )
+        run = replace(build_new_run(self._pool, prepared, now), skip_if_busy=True)
+        [outcome] = await backend.enqueue([run], now)
+        if outcome.skipped:
+            self.skipped += 1
+            logger.warning(
+                "cron: tick of %s skipped, the workflow is at max_concurrency (%d skipped)",
+                trigger.workflow.name,
+                self.skipped,
+            )
+        elif outcome.created:
+            self.fired += 1
+            logger.info("cron: started %s run %s", trigger.workflow.name, outcome.run_id)

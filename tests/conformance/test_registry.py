@@ -1,0 +1,63 @@
+"""The workflow registry: what workers define, and app-scoped stale cleanup."""
+
+from __future__ import annotations
+
+from workpool.backends.base import Backend, WorkflowInfo
+from workpool.clock import ManualClock
+
+GRACE = 30.0
+
+
+def info(
+    name: str, app: str = "shop", *, queue: str = "default", limit: int | None = 1
+) -> WorkflowInfo:
+    """A registry record; updated_at is set by sync_registry."""
+    return WorkflowInfo(
+        name=name,
+        app=app,
+        queue=queue,
+        max_concurrency=limit,
+        retry='{"max_attempts": 3}',
+        cron="[]",
+        updated_at=0.0,
+    )
+
+
+async def test_a_sync_records_every_definition(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    assert await backend.list_workflows() == []
+    assert (
+        await backend.sync_registry(
+            "shop", [info("charge"), info("refund", limit=None)], now, GRACE
+        )
+        == []
+    )
+    listed = await backend.list_workflows()
+    assert [(w.name, w.app, w.max_concurrency, w.updated_at) for w in listed] == [
+        ("charge", "shop", 1, now),
+        ("refund", "shop", None, now),
+    ]
+    assert listed[0].retry == '{"max_attempts": 3}'
+    assert listed[0].cron == "[]"
+
+
+async def test_a_later_sync_replaces_a_record(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    await backend.sync_registry("shop", [info("charge")], now, GRACE)
+    await backend.sync_registry("shop", [info("charge", queue="payments", limit=5)], now + 1, GRACE)
+    [record] = await backend.list_workflows()
+    assert (record.queue, record.max_concurrency, record.updated_at) == ("payments", 5, now + 1)
+
+
+async def test_stale_records_are_removed_only_by_their_app_after_the_grace(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    await backend.sync_registry("shop", [info("charge"), info("old")], now, GRACE)
+    await backend.sync_registry("billing", [info("invoice", "billing")], now, GRACE)
+    # Another app never removes shop's records; shop keeps them within the grace.
+    assert await backend.sync_registry("billing", [], now + 100, GRACE) == ["invoice"]
+    assert await backend.sync_registry("shop", [info("charge")], now + 10, GRACE) == []
+    assert {w.name for w in await backend.list_workflows()} == {"charge", "old"}
+    assert await backend.sync_registry("shop", [info("charge")], now + 31, GRACE) == ["old"]
+    assert [w.name for w in await backend.list_workflows()] == ["charge"]

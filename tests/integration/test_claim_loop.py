@@ -1,0 +1,39 @@
+"""The claim loop of a worker whose slots are all taken waits; it does not spin."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+from tests.integration.conftest import fast_worker
+from workpool import RetryPolicy, RunContext, Workpool
+
+LATER = RetryPolicy(max_attempts=2, initial_backoff=timedelta(seconds=60))
+
+
+async def test_a_full_worker_told_of_a_retry_does_not_spin(pool: Workpool) -> None:
+    cpu_used: list[float] = []
+
+    @pool.workflow(retries=LATER)
+    async def fails_once(ctx: RunContext, _: None) -> None:
+        raise ConnectionError("try again in a minute")
+
+    @pool.workflow()
+    async def holds_the_slot(ctx: RunContext, failing_run: str) -> None:
+        # Once the retry is written, the finisher has told the claimer about it, after
+        # this run took the worker's only slot.
+        for _ in range(500):
+            if (await pool.get_run(failing_run)).status == "scheduled":
+                break
+            await asyncio.sleep(0.01)
+        started = time.process_time()
+        await asyncio.sleep(0.5)
+        cpu_used.append(time.process_time() - started)
+
+    failing = await fails_once.run(None)
+    holder = await holds_the_slot.run(failing.id)
+    async with fast_worker(pool, concurrency=1):
+        await holder.result(timeout=10)
+    # Idle, the process needs a few ms of CPU in 0.5 s; a spinning claim loop, all of it.
+    assert cpu_used[0] < 0.2, f"the worker used {cpu_used[0]:.2f} s of CPU while waiting"

@@ -1,0 +1,62 @@
+"""Cron triggers: validation, and next fire times across daylight saving changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from workpool import ConfigurationError, Cron
+
+PARIS = ZoneInfo("Europe/Paris")
+
+
+def ticks(cron: Cron, start: datetime, count: int) -> list[str]:
+    moment = start.timestamp()
+    found = []
+    for _ in range(count):
+        moment = cron.next_after(moment)
+        found.append(datetime.fromtimestamp(moment, PARIS).isoformat())
+    return found
+
+
+def test_bad_expressions_and_zones_are_refused() -> None:
+    with pytest.raises(ConfigurationError, match="invalid cron expression"):
+        Cron("61 * * * *")
+    with pytest.raises(ConfigurationError, match="unknown time zone"):
+        Cron("* * * * *", timezone="Mars/Olympus")
+
+
+def test_every_five_minutes_in_utc() -> None:
+    start = datetime(2026, 1, 1, 10, 2, tzinfo=ZoneInfo("UTC")).timestamp()
+    assert Cron("*/5 * * * *").next_after(start) - start == 180
+
+
+def test_spring_forward_fires_a_skipped_time_when_the_clocks_jump() -> None:
+    daily = Cron("30 2 * * *", timezone="Europe/Paris")
+    assert ticks(daily, datetime(2026, 3, 28, 12, tzinfo=PARIS), 2) == [
+        "2026-03-29T03:00:00+02:00",
+        "2026-03-30T02:30:00+02:00",
+    ]
+    hourly = Cron("0 * * * *", timezone="Europe/Paris")
+    assert ticks(hourly, datetime(2026, 3, 29, 0, 30, tzinfo=PARIS), 3) == [
+        "2026-03-29T01:00:00+01:00",
+        "2026-03-29T03:00:00+02:00",
+        "2026-03-29T04:00:00+02:00",
+    ]
+
+
+def test_fall_back_fires_a_fixed_time_once_and_hourly_ticks_in_both_hours() -> None:
+    daily = Cron("30 2 * * *", timezone="Europe/Paris")
+    assert ticks(daily, datetime(2026, 10, 24, 12, tzinfo=PARIS), 2) == [
+        "2026-10-25T02:30:00+02:00",
+        "2026-10-26T02:30:00+01:00",
+    ]
+    hourly = Cron("0 * * * *", timezone="Europe/Paris")
+    assert ticks(hourly, datetime(2026, 10, 25, 0, 30, tzinfo=PARIS), 4) == [
+        "2026-10-25T01:00:00+02:00",
+        "2026-10-25T02:00:00+02:00",
+        "2026-10-25T02:00:00+01:00",
+        "2026-10-25T03:00:00+01:00",
+    ]
