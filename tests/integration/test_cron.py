@@ -15,7 +15,7 @@ EVERY_SECOND = "* * * * * *"
 
 
 async def wait_until(condition: Callable[[], bool], limit: float = 20.0) -> None:
-    """Poll until `condition` holds; fail after `limit` seconds (ticks come late on a loaded box)."""
+    """Poll until `condition` holds; fail after `limit` s (ticks come late on a loaded box)."""
     deadline = time.monotonic() + limit
     while not condition():
         assert time.monotonic() < deadline, "condition not reached in time"
