@@ -65,6 +65,17 @@ Queue limits (``set_queue``): a claim starts no more of a queue's runs than its
 leaves ``running`` in a queue with a ``max_parallelism`` wakes that queue's idle
 workers if it has claimable runs; a claim that stopped at the limit does not (so idle
 workers do not wake each other in turn while the queue is full).
+
+Listing: every run is indexed by (queue, workflow, status) in run id order, and the
+backend remembers every (queue, workflow) pair that has had a run. Run ids begin with
+their creation time in milliseconds (see ``NewRun``), so id order is creation order:
+``list_runs`` pages walk these indexes newest first, and ``get_stats`` reads the
+pairs' active counts, so neither grows with the history size.
+
+Counters: the operations that change a run's state also add to per-minute counters of
+the run's (queue, workflow), in the same atomic operation (see ``PairCounters`` for
+what counts where). A minute is ``floor(now / 60) * 60``; ``purge`` deletes minutes
+older than it is told.
 """
 
 from __future__ import annotations
@@ -128,7 +139,9 @@ class RateLimitSpec:
 @dataclass(frozen=True, slots=True)
 class NewRun:
     """A run to store. The id is chosen by the caller (so batches need no round trip);
-    it must not contain ``:`` (Redis keys of a run's steps and children append to it)."""
+    it must not contain ``:`` (Redis keys of a run's steps and children append to it).
+    The client's ids begin with the creation time (12 hex digits of milliseconds), so
+    ``list_runs`` (by id, descending) lists newest first."""
 
     id: str
     workflow: str
@@ -197,6 +210,84 @@ class RunRecord:
     idempotency_key: str | None
     parent_run_id: str | None = None
     """The run whose step started this one, if any."""
+    retry_of: str | None = None
+    """The run this one re-runs (``rerun``), if any."""
+    retried_as: str | None = None
+    """The run that re-runs this one (``rerun``), if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """One page of ``list_runs``."""
+
+    runs: list[RunRecord]
+    cursor: str | None
+    """Pass it back for the next page; None when this page was not full (no more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairActivity:
+    """How many runs of one (queue, workflow) are in each active state, now."""
+
+    queue: str
+    workflow: str
+    scheduled: int
+    queued: int
+    """Queued runs, claimable or waiting for a place at a concurrency gate."""
+    running: int
+    suspended: int
+
+
+@dataclass(frozen=True, slots=True)
+class PairCounters:
+    """What happened to runs of one (queue, workflow) in the minutes asked for.
+
+    - ``executions``: attempts that ended: reported by ``finish`` with ``succeeded``,
+      ``failed``, ``canceled`` or ``retry`` (not ``suspend``: the attempt goes on), or
+      reaped by ``claim`` after their lease expired.
+    - ``timed``: those reported by ``finish``; ``run_time`` sums their ``now -
+      started_at`` in seconds (a reaped attempt's duration is unknown).
+    - ``succeeded``, ``failed``, ``canceled``: runs that reached that terminal state
+      by any transition (a queued run canceled counts, though it never executed).
+    - ``retried``: attempts that ended with the run scheduled or queued again for
+      another one: ``finish`` with ``retry`` and lease-expiry requeues by ``claim``.
+    """
+
+    queue: str
+    workflow: str
+    executions: int = 0
+    timed: int = 0
+    run_time: float = 0.0
+    succeeded: int = 0
+    failed: int = 0
+    canceled: int = 0
+    retried: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """What ``get_stats`` returns."""
+
+    activity: list[PairActivity]
+    """Every (queue, workflow) pair that has had a run, sorted by (queue, workflow)."""
+    counters: list[PairCounters]
+    """Summed over the minutes asked for; only pairs with a count, sorted likewise."""
+    oldest_claimable: dict[str, float]
+    """Per queue with claimable runs (queued, not waiting at a gate): the smallest
+    ``available_at`` among them, so ``now - value`` is how long work has waited for
+    a worker."""
+
+
+RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeeded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """What ``rerun`` returns: ``run_id`` is the new run (``created``), the run made by
+    an earlier rerun (``exists``), or None."""
+
+    status: RerunStatus
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,6 +597,56 @@ class Backend(Protocol):
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """Read one run, or None if there is no such run."""
+        ...
+
+    async def list_runs(
+        self,
+        status: str | None,
+        workflow: str | None,
+        queue: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> RunPage:
+        """Up to ``limit`` runs matching every filter given, by id descending.
+
+        With a ``cursor`` (the id of the last run of the previous page), only runs
+        with a smaller id. The page's ``cursor`` is its last run's id if it holds
+        ``limit`` runs, else None. Reads at most ``limit`` entries from each of the
+        (queue, workflow, status) indexes the filters match: the cost of a page does
+        not grow with the history size. Runs change state between pages; a run is
+        listed where it was when its page was read.
+        """
+        ...
+
+    async def get_stats(self, since: float, now: float) -> StatsSnapshot:
+        """Active counts per (queue, workflow), counters of the minutes from the one
+        holding ``since`` to the one holding ``now``, and each queue's oldest claimable
+        run. One read; its cost grows with the pairs and the minutes, not the history."""
+        ...
+
+    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+        """Delete up to ``limit`` terminal runs whose ``finished_at`` is before
+        ``finished_before`` (oldest first), in ONE atomic operation; return how many.
+
+        With each run go its steps, its children list, its idempotency key if that
+        still points to it, and its entries in every index, so no index names a run
+        that is gone. Runs it started and the run that started it are not touched
+        (their own retention deletes them). Also deletes the counters of minutes
+        before ``counters_before``. Callers repeat while it returns ``limit``.
+        """
+        ...
+
+    async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
+        """Enqueue a ``failed`` or ``canceled`` run again as a new run, in ONE operation.
+
+        The new run ``new_id`` copies the old one's workflow, queue, input, retry
+        policy, hooks, concurrency gate and rate limits, has ``retry_of = run_id`` and
+        no parent or idempotency key, and becomes queued as ``enqueue`` stores a run
+        available now (rate reservation, gate admission, wake-up). The old run gets
+        ``retried_as = new_id``. A run already re-run returns ``exists`` with the id of
+        the run made then and changes nothing; ``not_found``, ``not_finished`` (active)
+        and ``succeeded`` change nothing either.
+        """
         ...
 
     async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:

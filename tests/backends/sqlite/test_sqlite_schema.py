@@ -16,6 +16,7 @@ from workpool.backends import open_backend
 from workpool.backends.base import Enqueued, NewRun
 from workpool.backends.sqlite import backend as backend_module
 from workpool.backends.sqlite import operations as operations_module
+from workpool.backends.sqlite import reads as reads_module
 from workpool.backends.sqlite.backend import SQLiteBackend
 from workpool.backends.sqlite.sql import load_migrations, load_queries, parse_queries
 
@@ -49,6 +50,15 @@ HOT_QUERIES = (
     "count_admitted",
     "gate_admitted",
     "admit_waiting",
+    "listed_ids",
+    "listed_ids_after",
+    "runs_by_ids",
+    "pair_activity",
+    "oldest_claimable",
+    "purgeable_runs",
+    "delete_runs",
+    "add_counters",
+    "rerun_source",
 )
 SAMPLE_PARAMETERS = {
     "id": "run-1",
@@ -67,6 +77,15 @@ SAMPLE_PARAMETERS = {
     "hooks": "[]",
     "now": 1.0,
     "available_at": 1.0,
+    "cursor": "run-9",
+    "minute": 60,
+    "executions": 1,
+    "timed": 1,
+    "run_time": 1.0,
+    "succeeded": 1,
+    "failed": 0,
+    "canceled": 0,
+    "retried": 0,
     "expires_at": 2.0,
     "before": 3.0,
     "idempotency_key": None,
@@ -116,7 +135,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 3
+    assert version == load_migrations()[-1].version == 4
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_queued_by_queue", "steps"} <= tables
 
@@ -145,7 +164,7 @@ async def test_a_version_1_database_keeps_its_runs_and_keys_when_migrated(tmp_pa
         await backend.close()
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 4
     connection.close()
 
 
@@ -158,7 +177,8 @@ def test_migrations_are_numbered_from_one_and_each_sets_its_version() -> None:
 
 
 def test_every_named_query_is_used_by_the_backend() -> None:
-    sources = [Path(module.__file__ or "") for module in (backend_module, operations_module)]
+    modules = (backend_module, operations_module, reads_module)
+    sources = [Path(module.__file__ or "") for module in modules]
     used = {
         node.value
         for source in sources
@@ -178,7 +198,7 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
 
     assert not [step for step in plan if step.startswith("SCAN runs")], plan
     assert not [step for step in plan if "TEMP B-TREE" in step], plan
-    if name not in ("insert_run", "save_step", "count_admitted"):  # plain inserts and upserts
+    if name not in ("insert_run", "save_step", "count_admitted", "add_counters"):  # upserts
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
 

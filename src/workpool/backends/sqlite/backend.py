@@ -31,11 +31,14 @@ from workpool.backends.base import (
     NewRun,
     QueueSettings,
     RenewResult,
+    Rerun,
+    RunPage,
     RunRecord,
+    StatsSnapshot,
     StepRecord,
     WorkflowInfo,
 )
-from workpool.backends.sqlite import records
+from workpool.backends.sqlite import reads, records
 from workpool.backends.sqlite.connection import ConnectionThread
 from workpool.backends.sqlite.operations import Operations
 from workpool.backends.sqlite.sql import load_queries
@@ -80,7 +83,9 @@ class SQLiteBackend:
 
         def work(connection: sqlite3.Connection) -> tuple[T, set[str]]:
             operations = Operations(connection, self._queries)
-            return operation(operations), operations.woken
+            result = operation(operations)
+            operations.flush_counters()
+            return result, operations.woken
 
         result, woken = await self._thread.transaction(work)
         self._wake(woken)
@@ -214,6 +219,37 @@ class SQLiteBackend:
             return None if row is None else records.run_record(row)
 
         return await self._thread.read(read)
+
+    async def list_runs(
+        self,
+        status: str | None,
+        workflow: str | None,
+        queue: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> RunPage:
+        """See ``Backend.list_runs``: index ranges read in one read transaction."""
+        return await self._thread.snapshot(
+            lambda connection: reads.list_runs(
+                connection, self._queries, status, workflow, queue, limit, cursor
+            )
+        )
+
+    async def get_stats(self, since: float, now: float) -> StatsSnapshot:
+        """See ``Backend.get_stats``: three reads in one read transaction."""
+        return await self._thread.snapshot(
+            lambda connection: reads.get_stats(connection, self._queries, since, now)
+        )
+
+    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+        """See ``Backend.purge``."""
+        return await self._transact(
+            lambda operations: operations.purge(finished_before, limit, counters_before)
+        )
+
+    async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
+        """See ``Backend.rerun``."""
+        return await self._transact(lambda operations: operations.rerun(run_id, new_id, now))
 
     async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
         """See ``Backend.wait_for_work`` and the module docstring for the polling cost."""

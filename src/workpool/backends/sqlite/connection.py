@@ -121,6 +121,16 @@ def _transaction_and_data_version(
     return result, version
 
 
+def _in_read_transaction(
+    work: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection
+) -> T:
+    connection.execute("BEGIN")
+    try:
+        return work(connection)
+    finally:
+        connection.execute("COMMIT")
+
+
 def data_version(connection: sqlite3.Connection) -> int:
     """A counter that changes whenever another connection commits to the database."""
     return int(connection.execute("PRAGMA data_version").fetchone()[0])
@@ -166,6 +176,10 @@ class ConnectionThread:
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` in the thread with no explicit transaction (reads only)."""
         return await self._call(partial(work, self._require_open()))
+
+    async def snapshot(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work(connection)`` in the thread in one read transaction (one snapshot)."""
+        return await self._call(partial(_in_read_transaction, work, self._require_open()))
 
     async def data_version(self) -> int:
         """Read ``PRAGMA data_version`` (no transaction; cheap, no file I/O when idle)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import EllipsisType
@@ -26,12 +27,15 @@ from workpool.backends.base import (
     NewRun,
     QueueSettings,
     RenewResult,
+    Rerun,
     StepRecord,
     StepStatus,
     WorkflowInfo,
 )
 from workpool.backends.sqlite import records
 
+COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
+"""The columns of the counters table (see ``PairCounters``)."""
 PROMOTE_BATCH = 1000
 """Most scheduled runs one claim promotes per queue."""
 REAP_BATCH = 1000
@@ -47,6 +51,7 @@ class Operations:
         self._connection = connection
         self._queries = queries
         self.woken: set[str] = set()
+        self._counts: dict[tuple[int, str, str], Counter[str]] = {}
 
     def _execute(self, query: str, /, **parameters: Any) -> sqlite3.Cursor:
         return self._connection.execute(self._queries[query], parameters)
@@ -170,6 +175,9 @@ class Operations:
         for row in expired.fetchall():
             run_id = records.text(row, "id")
             losses = records.integer(row, "lease_losses") + 1
+            requeued = not records.flag(row, "cancel_requested") and losses < max_lease_losses
+            workflow = records.text(row, "workflow")
+            self._count(queue, workflow, now, executions=1, retried=int(requeued))
             if records.flag(row, "cancel_requested"):
                 self._end(run_id, "canceled", now, lease_loss=1)
             elif losses >= max_lease_losses:
@@ -212,8 +220,19 @@ class Operations:
         held = self._held(entry.lease)
         if held is None:
             return False
-        self._left_running(records.text(held, "queue"))
+        queue = records.text(held, "queue")
+        self._left_running(queue)
         run_id = entry.lease.run_id
+        if entry.status != "suspend":
+            self._count(
+                queue,
+                records.text(held, "workflow"),
+                now,
+                executions=1,
+                timed=1,
+                run_time=now - records.number(held, "started_at"),
+                retried=int(entry.status == "retry" and not records.flag(held, "cancel_requested")),
+            )
         if entry.status == "succeeded":
             self._end(run_id, "succeeded", now, output=entry.output)
         elif records.flag(held, "cancel_requested"):
@@ -487,6 +506,57 @@ class Operations:
             self._cancel_active(records.text(row, "id"), records.text(row, "status"), reason, now)
         return len(rows)
 
+    # counters, retention, re-runs ----------------------------------------------------
+
+    def _count(self, queue: str, workflow: str, now: float, **deltas: float) -> None:
+        """Add to the counters of the minute of ``now``; written by ``flush_counters``."""
+        key = (int(now // 60) * 60, queue, workflow)
+        counts = self._counts.setdefault(key, Counter())
+        counts.update({name: value for name, value in deltas.items() if value})
+
+    def flush_counters(self) -> None:
+        """Write the counters this transaction added to, one row per (minute, pair)."""
+        for (minute, queue, workflow), counts in self._counts.items():
+            self._execute(
+                "add_counters",
+                minute=minute,
+                queue=queue,
+                workflow=workflow,
+                **{name: counts[name] for name in COUNTERS},
+            )
+        self._counts.clear()
+
+    def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+        """Delete up to ``limit`` runs finished before the cutoff (steps and keys
+        cascade), and the counters of minutes before ``counters_before``."""
+        found = self._execute("purgeable_runs", before=finished_before, limit=limit)
+        ids = [records.text(row, "id") for row in found.fetchall()]
+        if ids:
+            self._execute("delete_runs", ids=json.dumps(ids))
+        self._execute("delete_counters", before=counters_before)
+        return len(ids)
+
+    def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
+        """Store a queued copy of a failed or canceled run, linked both ways."""
+        row = self._execute("rerun_source", id=run_id).fetchone()
+        if row is None:
+            return Rerun("not_found")
+        status = records.text(row, "status")
+        if row["retried_as"] is not None:
+            return Rerun("exists", records.text(row, "retried_as"))
+        if status == "succeeded":
+            return Rerun("succeeded")
+        if status not in TERMINAL_STATES:
+            return Rerun("not_finished")
+        rows = self._execute("insert_rerun", id=run_id, new_id=new_id, now=now).fetchall()
+        if not rows:
+            raise ValueError(f"cannot re-run as {new_id!r}: a run with that id exists")
+        self._execute("mark_retried_as", id=run_id, new_id=new_id)
+        self._joined(rows, now)
+        if row["gate"] is None:
+            self.woken.add(records.text(row, "queue"))
+        return Rerun("created", new_id)
+
     # terminal transitions and hooks ------------------------------------------------
 
     def _end(
@@ -516,6 +586,9 @@ class Operations:
         ).fetchone()
         if ended is None:
             return
+        self._count(
+            records.text(ended, "queue"), records.text(ended, "workflow"), now, **{status: 1}
+        )
         self._fill(*left)
         self._fire_hooks(ended, now)
         parent_id, parent_step = ended["parent_run_id"], ended["parent_step"]

@@ -50,7 +50,7 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: expired_leases
 -- Up to :batch running runs of :queue whose lease expired at :now, earliest expiry first.
-SELECT id, cancel_requested, lease_losses FROM runs
+SELECT id, workflow, cancel_requested, lease_losses FROM runs
 WHERE status = 'running' AND queue = :queue AND lease_expires_at <= :now
 ORDER BY lease_expires_at
 LIMIT :batch;
@@ -111,7 +111,7 @@ RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held).
-SELECT cancel_requested, queue FROM runs
+SELECT cancel_requested, queue, workflow, started_at FROM runs
 WHERE id = :id AND status = 'running' AND lease_token = :token;
 
 -- name: end_run
@@ -128,7 +128,8 @@ UPDATE runs SET
     wake_at = NULL,
     lease_losses = lease_losses + :lease_loss
 WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended')
-RETURNING id, workflow, status, output, error, cancel_reason, hooks, parent_run_id, parent_step;
+RETURNING
+    id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step;
 
 -- name: retry_run
 -- Drop run :id's lease, store :error; scheduled at :retry_at, or queued if due at :now.
@@ -273,7 +274,7 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key, parent_run_id
+    idempotency_key, parent_run_id, retry_of, retried_as
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
@@ -365,3 +366,120 @@ WHERE id = :id;
 -- name: use_reservation
 -- Run :id, queued at its reserved start time, no longer holds a reservation.
 UPDATE runs SET rate_reserved = 0 WHERE id = :id;
+
+-- name: add_counters
+-- Add to the counters of (:minute, :queue, :workflow).
+INSERT INTO counters (
+    minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+) VALUES (
+    :minute, :queue, :workflow, :executions, :timed, :run_time, :succeeded, :failed, :canceled,
+    :retried
+)
+ON CONFLICT (minute, queue, workflow) DO UPDATE SET
+    executions = executions + excluded.executions,
+    timed = timed + excluded.timed,
+    run_time = run_time + excluded.run_time,
+    succeeded = succeeded + excluded.succeeded,
+    failed = failed + excluded.failed,
+    canceled = canceled + excluded.canceled,
+    retried = retried + excluded.retried;
+
+-- name: sum_counters
+-- Counters of each pair summed over the minutes :first to :last, by queue and workflow.
+SELECT
+    queue, workflow, sum(executions) AS executions, sum(timed) AS timed,
+    sum(run_time) AS run_time, sum(succeeded) AS succeeded, sum(failed) AS failed,
+    sum(canceled) AS canceled, sum(retried) AS retried
+FROM counters WHERE minute BETWEEN :first AND :last
+GROUP BY queue, workflow
+ORDER BY queue, workflow;
+
+-- name: pair_activity
+-- Every (queue, workflow) pair with its runs in each active state (runs_listed ranges).
+SELECT
+    queue, workflow,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'scheduled')
+        AS scheduled,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'queued') AS queued,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'running') AS running,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'suspended')
+        AS suspended
+FROM run_pairs AS p
+ORDER BY queue, workflow;
+
+-- name: oldest_claimable
+-- Each queue's earliest available_at among its claimable runs (NULL: none).
+SELECT
+    queue,
+    (SELECT min(available_at) FROM runs AS r
+        WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = q.queue) AS oldest
+FROM (SELECT DISTINCT queue FROM run_pairs) AS q;
+
+-- name: pairs
+-- Every (queue, workflow) pair that has had a run.
+SELECT queue, workflow FROM run_pairs ORDER BY queue, workflow;
+
+-- name: listed_ids
+-- Up to :limit ids of (:queue, :workflow, :status), largest first.
+SELECT id FROM runs
+WHERE queue = :queue AND workflow = :workflow AND status = :status
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: listed_ids_after
+-- Like listed_ids, below the id :cursor.
+SELECT id FROM runs
+WHERE queue = :queue AND workflow = :workflow AND status = :status AND id < :cursor
+ORDER BY id DESC
+LIMIT :limit;
+
+-- name: runs_by_ids
+-- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first.
+SELECT
+    id, workflow, queue, status, attempts, input, output, error, retry, created_at,
+    available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
+    idempotency_key, parent_run_id, retry_of, retried_as
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id DESC;
+
+-- name: purgeable_runs
+-- Up to :limit terminal runs finished before :before, oldest first.
+SELECT id FROM runs
+WHERE status IN ('succeeded', 'failed', 'canceled') AND finished_at < :before
+ORDER BY finished_at
+LIMIT :limit;
+
+-- name: delete_runs
+-- Delete the runs in the :ids JSON array (their steps and idempotency keys cascade).
+DELETE FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: delete_counters
+-- Delete the counters of minutes before :before.
+DELETE FROM counters WHERE minute < :before;
+
+-- name: rerun_source
+-- What a re-run of run :id copies, and whether it may be re-run.
+SELECT
+    id, status, retried_as, workflow, queue, input, retry, hooks, gate, gate_limit, rate_limits
+FROM runs WHERE id = :id;
+
+-- name: insert_rerun
+-- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
+INSERT INTO runs (
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
+    gate_limit, admitted, rate_limits, retry_of
+)
+SELECT
+    :new_id, workflow, queue, 'queued', input, retry, hooks, :now, :now, gate, gate_limit,
+    gate IS NULL, rate_limits, id
+FROM runs WHERE id = :id
+ON CONFLICT (id) DO NOTHING
+RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: mark_retried_as
+-- Note on run :id that run :new_id re-runs it.
+UPDATE runs SET retried_as = :new_id WHERE id = :id;

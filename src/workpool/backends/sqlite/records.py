@@ -103,6 +103,8 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         lease_losses=integer(row, "lease_losses"),
         idempotency_key=optional_text(row, "idempotency_key"),
         parent_run_id=optional_text(row, "parent_run_id"),
+        retry_of=optional_text(row, "retry_of"),
+        retried_as=optional_text(row, "retried_as"),
     )
 
 

@@ -1,0 +1,101 @@
+"""Reads that take several statements (listing, stats), each in one read transaction.
+
+Each function runs on the connection's thread inside ``BEGIN`` ... ``COMMIT``, so its
+statements see one snapshot of the database.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import sqlite3
+from collections.abc import Mapping
+
+from workpool.backends.base import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    PairActivity,
+    PairCounters,
+    RunPage,
+    StatsSnapshot,
+)
+from workpool.backends.sqlite import records
+
+ALL_STATES = (*sorted(ACTIVE_STATES), *sorted(TERMINAL_STATES))
+
+
+def list_runs(
+    connection: sqlite3.Connection,
+    queries: Mapping[str, str],
+    status: str | None,
+    workflow: str | None,
+    queue: str | None,
+    limit: int,
+    cursor: str | None,
+) -> RunPage:
+    """See ``Backend.list_runs``: up to ``limit`` ids from each matching index range,
+    merged, then the page's rows by id."""
+    pairs = [
+        (row["queue"], row["workflow"])
+        for row in connection.execute(queries["pairs"])
+        if (queue is None or row["queue"] == queue)
+        and (workflow is None or row["workflow"] == workflow)
+    ]
+    statuses = ALL_STATES if status is None else (status,)
+    query = queries["listed_ids" if cursor is None else "listed_ids_after"]
+    ranges = []
+    for (pair_queue, pair_workflow), state in itertools.product(pairs, statuses):
+        found = connection.execute(
+            query,
+            {
+                "queue": pair_queue,
+                "workflow": pair_workflow,
+                "status": state,
+                "cursor": cursor,
+                "limit": limit,
+            },
+        )
+        ranges.append([str(row["id"]) for row in found])
+    ids = list(itertools.islice(heapq.merge(*ranges, reverse=True), limit))
+    rows = connection.execute(queries["runs_by_ids"], {"ids": json.dumps(ids)}).fetchall()
+    runs = [records.run_record(row) for row in rows]
+    return RunPage(runs=runs, cursor=ids[-1] if len(ids) == limit and ids else None)
+
+
+def get_stats(
+    connection: sqlite3.Connection, queries: Mapping[str, str], since: float, now: float
+) -> StatsSnapshot:
+    """See ``Backend.get_stats``: three grouped reads over small tables and index ranges."""
+    activity = [
+        PairActivity(
+            queue=str(row["queue"]),
+            workflow=str(row["workflow"]),
+            scheduled=int(row["scheduled"]),
+            queued=int(row["queued"]),
+            running=int(row["running"]),
+            suspended=int(row["suspended"]),
+        )
+        for row in connection.execute(queries["pair_activity"])
+    ]
+    bounds = {"first": int(since // 60) * 60, "last": int(now // 60) * 60}
+    counters = [
+        PairCounters(
+            queue=str(row["queue"]),
+            workflow=str(row["workflow"]),
+            executions=int(row["executions"]),
+            timed=int(row["timed"]),
+            run_time=float(row["run_time"]),
+            succeeded=int(row["succeeded"]),
+            failed=int(row["failed"]),
+            canceled=int(row["canceled"]),
+            retried=int(row["retried"]),
+        )
+        for row in connection.execute(queries["sum_counters"], bounds)
+    ]
+    oldest = {
+        str(row["queue"]): float(row["oldest"])
+        for row in connection.execute(queries["oldest_claimable"])
+        if row["oldest"] is not None
+    }
+    return StatsSnapshot(activity=activity, counters=counters, oldest_claimable=oldest)
