@@ -17,6 +17,7 @@ from workpool.errors import (
     RunCanceledError,
     RunFailedError,
     RunNotFoundError,
+    RunStateError,
     StepTimeoutError,
     UnknownWorkflowError,
     WorkpoolError,
@@ -30,6 +31,7 @@ from workpool.models import (
     RegisteredWorkflow,
     Run,
     RunError,
+    RunList,
     Running,
     RunResult,
     RunStatus,
@@ -37,6 +39,7 @@ from workpool.models import (
     Success,
 )
 from workpool.options import RateLimit, RetryPolicy
+from workpool.stats import Figures, Stats
 from workpool.worker import Worker, WorkerOptions
 
 __all__ = [
@@ -64,7 +67,10 @@ __all__ = [
     "Canceled",
     "OnComplete",
     "Step",
+    "RunList",
     "RegisteredWorkflow",
+    "Stats",
+    "Figures",
     # workers
     "Worker",
     "WorkerOptions",
@@ -75,6 +81,7 @@ __all__ = [
     "PayloadError",
     "UnknownWorkflowError",
     "RunNotFoundError",
+    "RunStateError",
     "CorruptRecordError",
     "NonRetriableError",
     "RunFailedError",

@@ -11,7 +11,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType, TracebackType
-from typing import Any
+from typing import Any, get_args
 
 from workpool.backends import DEFAULT_URL, open_backend, sqlite_synchronous
 from workpool.backends.base import (
@@ -26,9 +26,11 @@ from workpool.client import (
     RunHandle,
     build_new_run,
     check_name,
+    new_run_id,
     prepare_run,
     registered_workflow,
     require_run,
+    run_from_record,
     step_from_record,
 )
 from workpool.clock import Clock, SystemClock
@@ -41,15 +43,26 @@ from workpool.definitions import (
     Register,
     Workflow,
 )
-from workpool.errors import ConfigurationError, RunNotFoundError, UnknownWorkflowError
+from workpool.errors import (
+    ConfigurationError,
+    RunNotFoundError,
+    RunStateError,
+    UnknownWorkflowError,
+)
 from workpool.logs import apply_level
-from workpool.models import RegisteredWorkflow, Run, Step
+from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
+from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal
 from workpool.worker import Worker, WorkerOptions
 
 CANCEL_BATCH = 500
+DEFAULT_RETENTION = timedelta(days=7)
+"""How long finished runs are kept by default."""
+MAX_PAGE = 1000
+"""The most runs one ``list_runs`` page may hold."""
+RUN_STATES: frozenset[str] = frozenset(get_args(RunState))
 
 client_logger = logging.getLogger("workpool.client")
 
@@ -68,6 +81,9 @@ class Workpool:
         clock: where time comes from (tests pass a manual clock).
         log_level: DEBUG, INFO, WARNING or ERROR for workpool's loggers; defaults to
             ``$WORKPOOL_LOG_LEVEL``, else INFO (an invalid value: a warning, and INFO).
+        retention: how long finished runs (and their steps) are kept before workers
+            delete them; None keeps them forever. Give every app sharing a backend
+            the same value: whichever worker does the housekeeping applies its own.
     """
 
     def __init__(
@@ -81,8 +97,14 @@ class Workpool:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         clock: Clock | None = None,
         log_level: str | None = None,
+        retention: timedelta | None = DEFAULT_RETENTION,
     ) -> None:
         apply_level(log_level)
+        if retention is not None and retention <= timedelta(0):
+            raise ConfigurationError(
+                f"retention must be a positive timedelta or None (keep forever), not {retention}"
+            )
+        self.retention = retention
         self.url = url or os.environ.get("WORKPOOL_URL") or DEFAULT_URL
         _check_url(self.url)
         self.prefix = check_name(prefix, what="prefix")
@@ -359,6 +381,63 @@ class Workpool:
             if count == 0:
                 return total
 
+    async def list_runs(
+        self,
+        *,
+        status: RunState | None = None,
+        workflow: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunList:
+        """Runs matching every filter given, newest first, one page at a time: pass the
+        page's ``cursor`` back for the next. A page costs O(limit) whatever the history
+        size (per (queue, workflow) pair matching the filters)."""
+        if status is not None and status not in RUN_STATES:
+            raise ValueError(
+                f"unknown run status {status!r}: use one of {', '.join(sorted(RUN_STATES))}"
+            )
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit}")
+        backend = await self.backend()
+        page = await backend.list_runs(status, workflow, queue, limit, cursor)
+        return RunList(runs=[run_from_record(record) for record in page.runs], cursor=page.cursor)
+
+    async def stats(
+        self,
+        window: timedelta = timedelta(minutes=5),
+        *,
+        queue: str | None = None,
+        workflow: str | None = None,
+    ) -> Stats:
+        """Backlog and activity now, and what happened in the last ``window`` (whole
+        minutes, at most 24 hours), in total, per queue and per workflow. One backend
+        read from counters kept per minute: its cost does not grow with history."""
+        if not timedelta(0) < window <= MAX_WINDOW:
+            raise ValueError(f"window must be more than 0 and at most {MAX_WINDOW}, not {window}")
+        backend = await self.backend()
+        now = self.clock.now()
+        snapshot = await backend.get_stats(now - window.total_seconds(), now)
+        return summarize(snapshot, now, window, queue=queue, workflow=workflow)
+
+    async def retry_run(self, run_id: str) -> RunHandle[Any]:
+        """Enqueue a failed or canceled run again, as a new run (same workflow, queue,
+        input, retry policy and limits) linked to the old one by ``retry_of`` and
+        ``retried_as``. Retrying a run twice returns the run made the first time.
+        RunNotFoundError for an unknown id; RunStateError for a run that has not failed
+        or been canceled."""
+        backend = await self.backend()
+        now = self.clock.now()
+        result = await backend.rerun(run_id, new_run_id(now), now)
+        if result.status == "not_found":
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        if result.run_id is None:
+            state = "still active" if result.status == "not_finished" else "succeeded"
+            raise RunStateError(
+                f"run {run_id} {state}: only a failed or canceled run can be retried"
+            )
+        return RunHandle(self, result.run_id)
+
     async def list_workflows(self) -> list[RegisteredWorkflow]:
         """The workflows registered by the workers of every app, by name."""
         backend = await self.backend()
@@ -422,6 +501,7 @@ class Workpool:
         renew_every: timedelta = timedelta(seconds=2),
         shutdown_grace: timedelta = timedelta(seconds=30),
         max_lease_losses: int = 3,
+        housekeeping_every: timedelta = timedelta(minutes=1),
     ) -> Worker:
         """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``."""
         options = WorkerOptions(
@@ -431,6 +511,7 @@ class Workpool:
             renew_every=renew_every,
             shutdown_grace=shutdown_grace,
             max_lease_losses=max_lease_losses,
+            housekeeping_every=housekeeping_every,
         )
         return Worker(self, options)
 
@@ -455,6 +536,36 @@ class Workpool:
     def cancel_sync(self, run_id: str, reason: str | None = None) -> CancelResult:
         """``cancel`` for synchronous code."""
         return self.portal.call(self.cancel(run_id, reason))
+
+    def list_runs_sync(
+        self,
+        *,
+        status: RunState | None = None,
+        workflow: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunList:
+        """``list_runs`` for synchronous code."""
+        return self.portal.call(
+            self.list_runs(
+                status=status, workflow=workflow, queue=queue, limit=limit, cursor=cursor
+            )
+        )
+
+    def stats_sync(
+        self,
+        window: timedelta = timedelta(minutes=5),
+        *,
+        queue: str | None = None,
+        workflow: str | None = None,
+    ) -> Stats:
+        """``stats`` for synchronous code."""
+        return self.portal.call(self.stats(window, queue=queue, workflow=workflow))
+
+    def retry_run_sync(self, run_id: str) -> RunHandle[Any]:
+        """``retry_run`` for synchronous code."""
+        return self.portal.call(self.retry_run(run_id))
 
     def list_workflows_sync(self) -> list[RegisteredWorkflow]:
         """``list_workflows`` for synchronous code."""

@@ -262,6 +262,8 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         idempotency_key=record.idempotency_key,
         parent_run_id=record.parent_run_id,
         children=children,
+        retry_of=record.retry_of,
+        retried_as=record.retried_as,
     )
 
 

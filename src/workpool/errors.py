@@ -58,6 +58,11 @@ class DuplicateStepError(NonRetriableError):
     """One execution of a run used the same step name twice; the run fails, not retried."""
 
 
+class RunStateError(WorkpoolError):
+    """The run is not in a state that allows the operation (e.g. retrying a run that
+    has not failed); the message says which state it is in."""
+
+
 class StepTimeoutError(WorkpoolError):
     """A step ran, or waited for its child run, longer than its ``timeout``."""
 

@@ -120,12 +120,26 @@ class Run:
     parent_run_id: str | None = None
     """The run whose step started this one, if any."""
     children: tuple[str, ...] = ()
-    """Runs started by this run's steps (``run_workflow``, ``emit_workflow``), oldest first."""
+    """Runs started by this run's steps (``run_workflow``, ``emit_workflow``), oldest
+    first; filled by ``get_run`` (``list_runs`` leaves it empty)."""
+    retry_of: str | None = None
+    """The run this one re-runs (``Workpool.retry_run``), if any."""
+    retried_as: str | None = None
+    """The run that re-runs this one, if any."""
 
     @property
     def finished(self) -> bool:
         """Whether the run reached a terminal state."""
         return self.status in ("succeeded", "failed", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class RunList:
+    """One page of ``Workpool.list_runs``, newest first."""
+
+    runs: list[Run]
+    cursor: str | None
+    """Pass as ``cursor=`` for the next page; None when there is no more."""
 
 
 @dataclass(frozen=True, slots=True)

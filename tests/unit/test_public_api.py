@@ -43,6 +43,10 @@ EXPECTED = {
     "RegisteredWorkflow",
     "Cron",
     "RateLimit",
+    "RunList",
+    "RunStateError",
+    "Stats",
+    "Figures",
 }
 
 

@@ -27,6 +27,9 @@ class WorkerOptions:
     """A run whose worker is lost this many times ends failed instead of retrying."""
     max_idle_wait: timedelta = timedelta(seconds=5)
     """Longest an idle worker blocks before it looks again (for expired leases)."""
+    housekeeping_every: timedelta = timedelta(minutes=1)
+    """How often the worker leading housekeeping logs the report and deletes finished
+    runs past the pool's retention (see ``workpool.worker.housekeeping``)."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -37,5 +40,7 @@ class WorkerOptions:
             raise ConfigurationError(
                 f"renew_every ({self.renew_every}) must be shorter than lease ({self.lease})"
             )
+        if self.housekeeping_every <= timedelta(0):
+            raise ConfigurationError("housekeeping_every must be positive")
         if self.max_lease_losses < 1:
             raise ConfigurationError("max_lease_losses must be at least 1")

@@ -1,4 +1,5 @@
-"""Worker: a supervisor of named side tasks (claimer, renewer, finisher; cron if any)."""
+"""Worker: a supervisor of named side tasks (claimer, renewer, finisher, housekeeper;
+cron if any)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from workpool.errors import UnknownWorkflowError
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
+from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
 
 if TYPE_CHECKING:
@@ -74,6 +76,8 @@ class Worker:
         self._background: asyncio.Task[None] | None = None
         self.cron = CronScheduler(pool, self.id)
         """Fires the pool's cron triggers while this worker leads."""
+        self.housekeeper = Housekeeper(pool, self.id, interval=options.housekeeping_every)
+        """Reports and deletes expired runs while this worker leads housekeeping."""
 
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
@@ -96,6 +100,7 @@ class Worker:
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
             asyncio.create_task(finisher.run(), name="finisher"),
+            asyncio.create_task(self.housekeeper.run(backend), name="housekeeper"),
         ]
         if self.cron.has_triggers:
             side_tasks.append(asyncio.create_task(self.cron.run(backend), name="cron"))

@@ -1,0 +1,108 @@
+"""Housekeeping: one worker at a time reports activity and deletes expired runs.
+
+Every worker runs a ``Housekeeper``; the one holding the backend lease
+``housekeeping`` does the work each interval (default: a minute): it logs the report
+of the Convex workpool as one structured event on the ``workpool.report`` logger, and
+deletes finished runs older than the pool's ``retention`` in batches. If it dies, its
+lease runs out and another worker takes over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from workpool.backends.base import Backend
+from workpool.stats import MAX_WINDOW, summarize
+
+if TYPE_CHECKING:
+    from workpool.app import Workpool
+
+logger = logging.getLogger("workpool.report")
+
+LEASE_NAME = "housekeeping"
+PURGE_BATCH = 500
+"""Runs deleted per transaction: short enough not to hold up the hot path for long."""
+NO_RUNS = 0.0
+"""A ``finished_before`` no run has: purge then deletes only old counters."""
+
+
+class Housekeeper:
+    """Reports and purges while this worker holds the housekeeping lease."""
+
+    def __init__(
+        self,
+        pool: Workpool,
+        holder: str,
+        *,
+        interval: timedelta = timedelta(minutes=1),
+        batch: int = PURGE_BATCH,
+    ) -> None:
+        self._pool = pool
+        self._holder = holder
+        self._interval = interval.total_seconds()
+        self._batch = batch
+
+    async def run(self, backend: Backend) -> None:
+        """Take a step every interval (the first one interval after start), until
+        cancelled."""
+        while True:
+            await asyncio.sleep(self._interval)
+            try:
+                await self.step(backend, self._pool.clock.now())
+            except Exception:
+                logger.exception("housekeeping failed; trying again in %s s", self._interval)
+
+    async def step(self, backend: Backend, now: float) -> int | None:
+        """Lead if possible, then report and purge; return how many runs were deleted,
+        or None if another worker leads."""
+        lease = max(2 * self._interval, 1.0)
+        if not await backend.acquire_lease(LEASE_NAME, self._holder, lease, now):
+            return None
+        await self._report(backend, now)
+        return await self._purge(backend, now)
+
+    async def _report(self, backend: Backend, now: float) -> None:
+        """Log the last whole minute's outcomes and the backlog now."""
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        minute = now // 60 * 60
+        snapshot = await backend.get_stats(minute - 60, minute - 1)
+        figures = summarize(snapshot, now, timedelta(minutes=1)).total
+        fields = {
+            "completed": figures.completed,
+            "succeeded": figures.succeeded,
+            "failed": figures.failed,
+            "retries": figures.retries,
+            "canceled": figures.canceled,
+            "running": figures.running,
+            "backlog": figures.pending,
+            "failure_rate": round(figures.error_rate or 0.0, 4),
+            "permanent_failure_rate": round(figures.permanent_failure_rate or 0.0, 4),
+        }
+        logger.info(
+            "report: %s",
+            " ".join(f"{name}={value}" for name, value in fields.items()),
+            extra={"event": "report", **fields},
+        )
+
+    async def _purge(self, backend: Backend, now: float) -> int:
+        """Delete finished runs past the retention, a batch per transaction."""
+        counters_before = now - MAX_WINDOW.total_seconds()
+        retention = self._pool.retention
+        if retention is None:
+            await backend.purge(NO_RUNS, 1, counters_before)
+            return 0
+        cutoff = now - retention.total_seconds()
+        total = 0
+        while True:
+            deleted = await backend.purge(cutoff, self._batch, counters_before)
+            total += deleted
+            if deleted < self._batch:
+                break
+            await asyncio.sleep(0)  # let the worker's own tasks run between batches
+        if total:
+            logger.info("deleted %d runs finished over %s ago", total, retention)
+        return total
