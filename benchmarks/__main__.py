@@ -20,6 +20,7 @@ from benchmarks import (
     b7_round_trips,
     b8_sqlite_normal,
     b9_steps,
+    b10_retention,
 )
 from benchmarks.harness import Env, Workload
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
@@ -37,10 +38,12 @@ WORKLOADS: tuple[Workload, ...] = (
     b7_round_trips.WORKLOAD,
     b8_sqlite_normal.WORKLOAD,
     b9_steps.WORKLOAD,
+    b10_retention.WORKLOAD,
 )
 BACKENDS = ("sqlite", "redis")
-SKIPPED_WHEN_QUICK = frozenset({"B8"})
-"""Left out of --quick unless named in --only: a comparison, not a bar (keeps it < 2 min)."""
+SKIPPED_WHEN_QUICK = frozenset({"B8", "B10"})
+"""Left out of --quick unless named in --only: B8 is a comparison, not a bar; B10 runs
+100,000 runs (both keep --quick under 2 min)."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
