@@ -176,27 +176,42 @@ async def costs_per_run(
     return {step: (large[step] - small[step]) / 10 for step in small}
 
 
+async def warm_up_the_minute(backend: RedisBackend) -> None:
+    """Finish a run at NOW, so the counters of NOW's minute exist: the first counter a
+    minute gets also sets its TTL and trims old minutes (counters.lua), once a minute."""
+    await backend.enqueue([a_run("warm-minute", "warm-minute")], NOW)
+    [run] = (await backend.claim(["warm-minute"], "w", 1, 30, 3, NOW)).runs
+    assert await backend.finish([Finish(run.lease, "succeeded", output="1")], NOW) == [True]
+
+
 async def test_a_run_costs_few_commands_inside_the_scripts(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:
-    """Ungated runs cost what they did before gates; a gated claim costs the same. Queue
-    settings cost nothing per run: claim and finish read them once per queue per call
-    (one HMGET; a limited queue adds ZCARDs of its leases and 'ready' sets, see
-    test_redis_queues.py), so a run in a limited queue costs what an unlimited one does."""
+    """Each status change moves the run between two list indexes (ZREM, ZADD; a new run
+    only ZADDs), a terminal one joins the finished set, and an ended attempt adds to
+    three counters (timed, run_time, the outcome); a gated claim costs what an ungated
+    one does. Queue settings cost nothing per run: claim and finish read them once per
+    queue per call (one HMGET; a limited queue adds ZCARDs of its leases and 'ready'
+    sets, see test_redis_queues.py), so a run in a limited queue costs what an unlimited
+    one does. Before listing and counters: enqueue 4, claim 3, finish 5; gated: enqueue
+    7, waits 5, claim 3, hands its place on 11, claim again 3, finish 8."""
+    await warm_up_the_minute(redis_backend)
     plain = {
-        "enqueue": 4,  # EXISTS, HSET, ZADD ready, ZADD cancelable
-        "claim": 3,  # HMGET, HSET, ZADD leases
-        "finish": 5,  # HMGET, HSET, HDEL, ZREM leases, ZREM cancelable
+        "enqueue": 5,  # EXISTS, HSET, ZADD ready, ZADD cancelable, ZADD list
+        "claim": 5,  # HMGET, HSET, ZREM list, ZADD list, ZADD leases
+        # HMGET, HINCRBY timed, HINCRBYFLOAT run_time, HSET, ZREM list, ZADD list, ZADD
+        # finished, HINCRBY succeeded, HDEL, ZREM leases, ZREM cancelable
+        "finish": 11,
     }
     assert await costs_per_run(redis_backend, raw, keys, gated=False) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=False, limited=True) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=True) == {
-        "enqueue": 7,  # + HGET of the gate's count, ZCARD of its waiting set, HSET count
-        "enqueue, waits": 5,  # EXISTS, HGET count, HSET, ZADD cancelable, ZADD waiting
-        "claim": 3,
+        "enqueue": 8,  # + HGET of the gate's count, ZCARD of its waiting set, HSET count
+        "enqueue, waits": 6,  # EXISTS, HGET count, HSET, ZADD list, ZADD cancelable, ZADD waiting
+        "claim": 5,
         # + HGET count, ZPOPMIN of one waiting run, HGET its queue, HSET admitted, ZADD
         # ready, LLEN of the queue's signal list (the count does not change)
-        "finish, hands its place on": 11,
-        "claim again": 3,
-        "finish": 8,  # + HGET count, ZPOPMIN finding nobody waiting, HSET count
+        "finish, hands its place on": 17,
+        "claim again": 5,
+        "finish": 14,  # + HGET count, ZPOPMIN finding nobody waiting, HSET count
     }

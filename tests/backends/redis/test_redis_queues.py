@@ -284,17 +284,32 @@ async def commands_by_name(raw: Redis, operation: Awaitable[Any]) -> tuple[Any, 
 
 
 CLAIM_WITHOUT_SETTINGS = Counter(
-    # Promote, reap, take one run (HMGET, HSET, ZADD), look for work left, next wake time.
+    # Promote, reap, take one run (HMGET, HSET, ZREM and ZADD of its list entry, ZADD
+    # leases), look for work left, next wake time.
     zrangebyscore=2,
     zpopmin=1,
     hmget=1,
     hset=1,
-    zadd=1,
+    zrem=1,
+    zadd=2,
     zcard=1,
     zrange=2,
 )
-FINISH_WITHOUT_SETTINGS = Counter(hmget=1, hset=1, hdel=1, zrem=2)
-"""What claiming and finishing one run cost before queue settings existed."""
+FINISH_WITHOUT_SETTINGS = Counter(
+    # HMGET, HSET, HDEL, ZREM leases and cancelable; its list entry moves (ZREM, ZADD),
+    # it joins the finished set (ZADD), three counters (timed, run_time, succeeded).
+    hmget=1,
+    hset=1,
+    hdel=1,
+    zrem=3,
+    zadd=2,
+    hincrby=2,
+    hincrbyfloat=1,
+)
+"""What claiming and finishing one run cost without queue settings."""
+NEW_MINUTE = Counter(zadd=1, expire=1, zremrangebyscore=1)
+"""What the first counter of a minute adds, once per call: it records the minute in the
+minutes set (ZADD), and the minute being new, sets its TTL and trims old minutes."""
 
 
 @pytest.mark.parametrize("limited", [False, True])
@@ -311,7 +326,7 @@ async def test_settings_cost_a_few_commands_per_queue_per_call_not_per_run(
     assert cost == CLAIM_WITHOUT_SETTINGS + Counter(hmget=1, zcard=int(limited))
     ended = redis_backend.finish([leave(claimed[0], "succeeded")], NOW + 2)
     _, cost = await commands_by_name(raw, ended)
-    assert cost == FINISH_WITHOUT_SETTINGS + Counter(hmget=1, zcard=2 * limited)
+    assert cost == FINISH_WITHOUT_SETTINGS + NEW_MINUTE + Counter(hmget=1, zcard=2 * limited)
 
 
 async def test_a_finish_batch_reads_each_queues_settings_once(
@@ -328,7 +343,7 @@ async def test_a_finish_batch_reads_each_queues_settings_once(
     # One HMGET per queue; the limited queue: ZCARD leases and ready, LLEN, RPUSH (a
     # run is left to claim: the wake).
     _, cost = await commands_by_name(raw, ended)
-    assert cost == per_run + Counter(hmget=2, zcard=2, llen=1, rpush=1)
+    assert cost == per_run + NEW_MINUTE + Counter(hmget=2, zcard=2, llen=1, rpush=1)
 
 
 LONG_WAIT = 8.0

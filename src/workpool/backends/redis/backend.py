@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from types import EllipsisType
@@ -22,7 +23,11 @@ from workpool.backends.base import (
     NewRun,
     QueueSettings,
     RenewResult,
+    Rerun,
+    RerunStatus,
+    RunPage,
     RunRecord,
+    StatsSnapshot,
     StepRecord,
     WorkflowInfo,
 )
@@ -260,6 +265,46 @@ class RedisBackend:
     async def get_run(self, run_id: str) -> RunRecord | None:
         fields = as_dict(await self._link.call("HGETALL", self._keys.run(run_id)))
         return codec.decode_run(run_id, fields) if fields else None
+
+    async def list_runs(
+        self,
+        status: str | None,
+        workflow: str | None,
+        queue: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> RunPage:
+        if limit <= 0:
+            return RunPage(runs=[], cursor=None)
+        hashes = await self._scripts.list_runs(
+            limit,
+            codec.optional_argument(cursor),
+            codec.optional_argument(status),
+            codec.optional_argument(workflow),
+            codec.optional_argument(queue),
+        )
+        runs = []
+        for reply in hashes:
+            fields = as_dict(reply)
+            runs.append(codec.decode_run(fields.get("id", "?"), fields))
+        return RunPage(runs=runs, cursor=runs[-1].id if len(runs) == limit else None)
+
+    async def get_stats(self, since: float, now: float) -> StatsSnapshot:
+        first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
+        return codec.decode_stats(*await self._scripts.get_stats(first, last))
+
+    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+        return await self._scripts.purge(
+            codec.seconds(finished_before), max(0, limit), codec.seconds(counters_before)
+        )
+
+    async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
+        status, found = await self._scripts.rerun(codec.seconds(now), run_id, new_id)
+        if status == "taken":
+            raise ValueError(f"cannot rerun {run_id} as {new_id}: a run with that id exists")
+        if status not in get_args(RerunStatus):
+            raise RuntimeError(f"rerun.lua returned an unknown result {status!r}")
+        return Rerun(status=cast(RerunStatus, status), run_id=found)
 
     async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
         # BLPOP takes its timeout in seconds with millisecond resolution; 0 means forever.

@@ -22,15 +22,18 @@ from workpool.backends.base import (
     Finish,
     Lease,
     NewRun,
+    PairActivity,
+    PairCounters,
     QueueSettings,
     RateLimitSpec,
     RunRecord,
+    StatsSnapshot,
     StepKind,
     StepRecord,
     StepStatus,
     WorkflowInfo,
 )
-from workpool.backends.redis.keys import gate_suffix
+from workpool.backends.redis.keys import gate_suffix, split_pair
 from workpool.errors import CorruptRecordError
 
 
@@ -255,7 +258,67 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         lease_losses=read.integer("lease_losses"),
         idempotency_key=read.optional_text("idempotency_key"),
         parent_run_id=read.optional_text("parent_run_id"),
+        retry_of=read.optional_text("retry_of"),
+        retried_as=read.optional_text("retried_as"),
     )
+
+
+def optional_argument(value: str | None) -> str:
+    """An optional text as list_runs.lua takes it: '' for None, else '=' + the text (so
+    an empty name is still a name)."""
+    return "" if value is None else "=" + value
+
+
+COUNTER_NAMES = ("timed", "reaped", "run_time", "succeeded", "failed", "canceled", "retried")
+"""The counters a minute's stats hash holds per pair (see lua/library/counters.lua)."""
+
+
+def decode_stats(
+    activity: Sequence[Any], counters: Sequence[Any], oldest: Sequence[Any]
+) -> StatsSnapshot:
+    """A StatsSnapshot from get_stats.lua's reply (three flat lists), or
+    CorruptRecordError for a pair or counter it cannot read."""
+    active = [
+        PairActivity(*_split(activity[i]), *(int(n) for n in activity[i + 1 : i + 5]))
+        for i in range(0, len(activity), 5)
+    ]
+    sums: dict[tuple[str, str], dict[str, float]] = {}
+    for i in range(0, len(counters), 2):
+        counter, _, name = str(counters[i]).partition(":")
+        if counter not in COUNTER_NAMES:
+            raise CorruptRecordError(f"counters: unknown field {counters[i]!r}")
+        sums.setdefault(_split(name), {})[counter] = float(counters[i + 1])
+    totals = []
+    for (queue, workflow), values in sums.items():
+        whole = {name: int(values.get(name, 0)) for name in COUNTER_NAMES if name != "run_time"}
+        if not any(whole.values()) and not values.get("run_time"):
+            continue
+        totals.append(
+            PairCounters(
+                queue,
+                workflow,
+                executions=whole["timed"] + whole["reaped"],
+                timed=whole["timed"],
+                run_time=values.get("run_time", 0.0),
+                succeeded=whole["succeeded"],
+                failed=whole["failed"],
+                canceled=whole["canceled"],
+                retried=whole["retried"],
+            )
+        )
+    return StatsSnapshot(
+        activity=sorted(active, key=lambda pair: (pair.queue, pair.workflow)),
+        counters=sorted(totals, key=lambda pair: (pair.queue, pair.workflow)),
+        oldest_claimable={str(oldest[i]): float(oldest[i + 1]) for i in range(0, len(oldest), 2)},
+    )
+
+
+def _split(name: Any) -> tuple[str, str]:
+    """(queue, workflow) of a pair's name, or CorruptRecordError."""
+    try:
+        return split_pair(str(name))
+    except ValueError as error:
+        raise CorruptRecordError(f"stats: {error}") from None
 
 
 STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))

@@ -4,7 +4,8 @@ All keys start with the hash tag ``{<prefix>}``, so a Redis Cluster keeps them i
 slot and a Lua script may touch any of them. The Lua library ``lua/library/keys.lua``
 builds the same names from that tag (passed as ``KEYS[1]``)::
 
-    {p}:run:<run id>                       hash: one run, fields named as in RunRecord,
+    {p}:run:<run id>                       hash: one run, fields named as in RunRecord
+                                           (retry_of, retried_as: absent when None),
                                            plus lease_token, hooks (JSON text), claims
                                            (claims so far, makes lease tokens unique),
                                            has_steps ('1' once a step was saved),
@@ -52,11 +53,30 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            see lua/library/rates.lua), with a TTL a little
                                            over how long it matters (an idle limiter's
                                            key vanishes: absent means no start recorded)
+    {p}:list:<status>:<pair>               sorted set, every score 0: the pair's runs in
+                                           that status (each run is in exactly one), so
+                                           ZREVRANGEBYLEX pages by id, newest first
+    {p}:pairs                              set: every <pair> that has had a run
+    {p}:finished                           sorted set: terminal runs, score finished_at
+                                           (purge takes the oldest)
+    {p}:stats:<minute>                     hash: the counters of the minute starting at
+                                           <minute> (floor(now / 60) * 60, a whole number
+                                           of seconds), field "<counter>:<pair>" for
+                                           timed, reaped, run_time (seconds, a decimal),
+                                           succeeded, failed, canceled and retried (see
+                                           PairCounters; executions = timed + reaped),
+                                           with a TTL of 25 hours from its first write
+    {p}:stats                              sorted set: the minutes that have a stats
+                                           hash, each scored by itself (purge and
+                                           get_stats range over it; minutes over 25
+                                           hours older than a new one leave it)
 
 A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
 ``<len>:<workflow>:<key>`` with one (``<len>`` as above), so no two (workflow, key)
 pairs share a gate, whatever ':' their names hold. A queued gated run is in exactly one
-of its queue's 'ready' set (admitted) or its gate's waiting set.
+of its queue's 'ready' set (admitted) or its gate's waiting set. A <pair> names a
+(queue, workflow) as ``<len>:<queue>:<workflow>``, ``<len>`` the queue name's length
+in bytes, for the same reason.
 
 Idempotency keys and named leases keep their expiry as a decimal time of the caller's
 clock, which alone decides whether they still hold; their real TTL (the same length,
@@ -137,6 +157,36 @@ class Keys:
 
     def limiter(self, limiter_id: str) -> str:
         return f"{self.tag}:limiter:{limiter_id}"
+
+    def listing(self, status: str, queue: str, workflow: str) -> str:
+        return f"{self.tag}:list:{status}:{pair(queue, workflow)}"
+
+    def pairs(self) -> str:
+        return f"{self.tag}:pairs"
+
+    def finished(self) -> str:
+        return f"{self.tag}:finished"
+
+    def stats(self, minute: int) -> str:
+        return f"{self.tag}:stats:{minute}"
+
+    def stats_minutes(self) -> str:
+        return f"{self.tag}:stats"
+
+
+def pair(queue: str, workflow: str) -> str:
+    """The name of a (queue, workflow) pair in keys and counter fields."""
+    return f"{len(queue.encode())}:{queue}:{workflow}"
+
+
+def split_pair(name: str) -> tuple[str, str]:
+    """(queue, workflow) from a pair's name, or ValueError if it is not one."""
+    length, _, rest = name.partition(":")
+    encoded = rest.encode()
+    if not length.isdecimal() or encoded[int(length) : int(length) + 1] != b":":
+        raise ValueError(f"not a (queue, workflow) pair: {name!r}")
+    size = int(length)
+    return encoded[:size].decode(), encoded[size + 1 :].decode()
 
 
 def gate_id(workflow: str, concurrency_key: str | None) -> str:

@@ -1,9 +1,10 @@
 """The Lua scripts: loaded once per backend, called by SHA, one typed wrapper each.
 
 Each operation script is ``lua/<operation>.lua``; the files of ``lua/library/`` (key
-names, wake-ups and concurrency gates, queue settings, rate limits, index upkeep,
-enqueueing, hooks, child outcomes, terminal transitions) are prepended to every one of
-them, so each call is still one self-contained script. Times travel as decimal strings
+names, listing indexes and status writes, counters, wake-ups and concurrency gates,
+queue settings, rate limits, index upkeep, enqueueing, hooks, child outcomes, terminal
+transitions, reaping) are prepended to every one of them, so each call is still one
+self-contained script. Times travel as decimal strings
 (``repr`` of a float) so neither Lua nor Redis rounds them; the only times the scripts
 compute (rate limit reservations) are written with 17 significant digits, which read
 back as the same float.
@@ -20,7 +21,20 @@ from redis.exceptions import NoScriptError
 
 from workpool.backends.redis.connection import CommandLink
 
-LIBRARY = ("keys", "gates", "queues", "rates", "waiting", "enqueueing", "hooks", "steps", "ending")
+LIBRARY = (
+    "keys",
+    "listing",
+    "counters",
+    "gates",
+    "queues",
+    "rates",
+    "waiting",
+    "enqueueing",
+    "hooks",
+    "steps",
+    "ending",
+    "reaping",
+)
 """Library files, in dependency order."""
 
 OPERATIONS = (
@@ -35,6 +49,10 @@ OPERATIONS = (
     "set_queue",
     "sync_registry",
     "acquire_lease",
+    "list_runs",
+    "get_stats",
+    "purge",
+    "rerun",
 )
 
 ClaimedRow = list[Any]
@@ -90,6 +108,10 @@ class Scripts:
         self._set_queue = Script(link, tag, "set_queue")
         self._sync_registry = Script(link, tag, "sync_registry")
         self._acquire_lease = Script(link, tag, "acquire_lease")
+        self._list_runs = Script(link, tag, "list_runs")
+        self._get_stats = Script(link, tag, "get_stats")
+        self._purge = Script(link, tag, "purge")
+        self._rerun = Script(link, tag, "rerun")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -184,3 +206,24 @@ class Scripts:
     ) -> bool:
         """Whether ``holder`` now holds the named lease (until ``expires_at``)."""
         return bool(await self._acquire_lease([name, holder, now, expires_at, ttl_ms]))
+
+    async def list_runs(
+        self, limit: int, cursor: str, status: str, workflow: str, queue: str
+    ) -> list[Any]:
+        """The page's run hashes (HGETALL replies), by id descending. ``limit`` must be at
+        least 1; an empty ``cursor``, ``status``, ``workflow`` or ``queue`` means none."""
+        return list(await self._list_runs([limit, cursor, status, workflow, queue]))
+
+    async def get_stats(self, first_minute: int, last_minute: int) -> tuple[Any, Any, Any]:
+        """(activity, counters, oldest) as flat lists; see get_stats.lua."""
+        activity, counters, oldest = await self._get_stats([first_minute, last_minute])
+        return activity, counters, oldest
+
+    async def purge(self, finished_before: str, limit: int, counters_before: str) -> int:
+        """How many runs were deleted."""
+        return int(await self._purge([finished_before, limit, counters_before]))
+
+    async def rerun(self, now: str, run_id: str, new_id: str) -> tuple[str, str | None]:
+        """(status, run id or None); status 'taken' when ``new_id`` names a run already."""
+        reply = await self._rerun([now, run_id, new_id])
+        return str(reply[0]), None if len(reply) < 2 else str(reply[1])

@@ -12,7 +12,8 @@
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil,
 --     created_at, available_at, has_steps (1 or 0) }
 -- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
--- and reaping each handle at most BATCH runs per call, oldest first, paused queues too.
+-- and reaping (library/reaping.lua) each handle at most BATCH runs per call, oldest
+-- first, paused queues too.
 -- Runs they queue reserve a start if rate limited (unless promoted at the start they
 -- reserved), then go through their gate if gated: 'ready' holds admitted runs only.
 -- Taking stops at the queue's room (queues.lua); only a queue with room and claimable
@@ -27,45 +28,26 @@ local function promote(queue, budget)
   local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(due) do
     redis.call('ZREM', scheduled, run_id)
-    local at = redis.call('HMGET', run_key(run_id), 'available_at', 'gate', 'gate_limit',
-      'rate', 'rate_reserved')
-    if at[5] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
-    make_waiting(run_id, queue, at[1], now, at[2], at[3], at[5] ~= '1' and at[4])
+    local at = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
+      'available_at', 'gate', 'gate_limit', 'rate', 'rate_reserved')
+    if at[8] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
+    make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
   end
   return budget - #due
 end
 
-local function reap(queue, budget)
-  local leases = queue_key(queue, 'leases')
-  local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
-  for _, run_id in ipairs(expired) do
-    local losses = redis.call('HINCRBY', run_key(run_id), 'lease_losses', 1)
-    local run = read_run(run_id, 'cancel_requested', 'rate')
-    if run[11] == '1' then
-      end_run(run_id, run, 'canceled', now, {})
-    elseif losses >= max_lease_losses then
-      end_run(run_id, run, 'failed', now, { 'error', lost_error(losses) })
-    else
-      drop_lease(run_id, run)
-      make_waiting(run_id, queue, now, now, run[8], run[9], run[12])
-    end
-  end
-  return budget - #expired
-end
-
-local function take(queue, count, reply)
-  local popped = redis.call('ZPOPMIN', queue_key(queue, 'ready'), count)
+local function take(queue, most, reply)
+  local popped = redis.call('ZPOPMIN', queue_key(queue, 'ready'), most)
   for i = 1, #popped, 2 do
     local run_id = popped[i]
-    local key = run_key(run_id)
-    local run = redis.call('HMGET', key, 'attempts', 'workflow', 'queue', 'input', 'retry',
-      'created_at', 'available_at', 'claims', 'has_steps')
+    local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
+      'retry', 'created_at', 'available_at', 'claims', 'has_steps')
     local attempt = tonumber(run[1]) + 1
     -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
     local claims = (tonumber(run[8]) or 0) + 1
     local token = worker_id .. ':' .. claims .. ':' .. run_id
-    redis.call('HSET', key, 'attempts', attempt, 'claims', claims, 'status', 'running',
-      'started_at', now, 'lease_token', token)
+    set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
+      claims, 'started_at', now, 'lease_token', token)
     redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
     reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
       run[7], run[9] == '1' and 1 or 0 }
@@ -83,7 +65,7 @@ end
 local promote_budget, reap_budget = BATCH, BATCH
 for _, queue in ipairs(queues) do
   promote_budget = promote(queue, promote_budget)
-  reap_budget = reap(queue, reap_budget)
+  reap_budget = reap(queue, reap_budget, now, max_lease_losses)
 end
 
 -- reply[1]: next_wake_at, set below; claimed runs follow. Work left wakes another worker.

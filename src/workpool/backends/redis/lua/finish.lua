@@ -17,9 +17,10 @@ local now = ARGV[1]
 -- worker's next wake-up takes it into account.
 local function retry(run_id, run, retry_at)
   drop_lease(run_id, run)
-  if make_waiting(run_id, run[2], retry_at or now, now, run[8], run[9], run[13]) then
+  if make_waiting(run_id, run, retry_at or now, now, run[8], run[9], run[13]) then
     wake(run[2])
   end
+  count('retried', run[2], run[3], now)
 end
 
 -- Whether a suspending run may resume at once: its timer is due, or a child it
@@ -44,45 +45,49 @@ local function suspend(finish, run)
   drop_lease(run_id, run)
   redis.call('HINCRBY', run_key(run_id), 'attempts', -1)
   if resumable(finish) then
-    if make_waiting(run_id, queue, now, now, run[8], run[9], run[13]) then
+    if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
       wake(queue)
     end
   elseif finish.wake_at then
-    redis.call('HSET', run_key(run_id), 'status', 'suspended', 'available_at', finish.wake_at)
+    set_status(run_id, queue, run[3], 'running', 'suspended', 'available_at', finish.wake_at)
     redis.call('ZADD', queue_key(queue, 'scheduled'), finish.wake_at, run_id)
   else
-    redis.call('HSET', run_key(run_id), 'status', 'suspended')
+    set_status(run_id, queue, run[3], 'running', 'suspended')
   end
 end
 
+-- An applied finish but a suspend (even one a cancel request ends) is a timed attempt.
+local function timed(run)
+  count('timed', run[2], run[3], now)
+  count('run_time', run[2], run[3], now, tonumber(now) - tonumber(run[14]))
+end
+
 local function apply(finish)
-  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate')
+  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at')
   if run[1] ~= 'running' or run[11] ~= finish.token then
     return 0
   end
-  if finish.status == 'succeeded' then
-    local fields = {}
-    if finish.output then
-      fields = { 'output', finish.output }
-    end
-    end_run(finish.run_id, run, 'succeeded', now, fields)
-    return 1
-  end
-  local fields = {}
-  if finish.error and finish.status ~= 'canceled' then
+  local status, fields = finish.status, {}
+  if status == 'succeeded' and finish.output then
+    fields = { 'output', finish.output }
+  elseif finish.error and status ~= 'canceled' and status ~= 'succeeded' then
     fields = { 'error', finish.error }
   end
-  if run[12] == '1' then
-    end_run(finish.run_id, run, 'canceled', now, fields)
-  elseif finish.status == 'suspend' then
+  if run[12] == '1' and status ~= 'succeeded' then
+    status = 'canceled'  -- with the entry's error, if any, as the last failure
+  end
+  if status == 'suspend' then
     suspend(finish, run)
-  elseif finish.status == 'retry' then
+    return 1
+  end
+  if finish.status ~= 'suspend' then timed(run) end
+  if status == 'retry' then
     if fields[1] then
       redis.call('HSET', run_key(finish.run_id), unpack(fields))
     end
     retry(finish.run_id, run, finish.retry_at)
   else
-    end_run(finish.run_id, run, finish.status, now, fields)
+    end_run(finish.run_id, run, status, now, fields)
   end
   return 1
 end

@@ -19,7 +19,7 @@ for i = 2, #ARGV, 2 do
       end_run(run_id, run, 'canceled', now, {})
     else
       drop_lease(run_id, run)
-      if make_waiting(run_id, run[2], now, now, run[8], run[9], run[13]) then
+      if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
         wake(run[2])
       end
     end

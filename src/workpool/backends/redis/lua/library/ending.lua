@@ -6,13 +6,6 @@ local INDEX_OF_STATUS = {
   queued = 'ready', scheduled = 'scheduled', running = 'leases', suspended = 'scheduled',
 }
 
--- The error of a run that lost its lease too often (reaped by claim.lua).
-local function lost_error(losses)
-  local message = 'the run lost its lease ' .. losses .. ' times (the worker died or '
-    .. 'stalled each time); it will not be retried'
-  return cjson.encode({ type = 'WorkerLostError', message = message, traceback = cjson.null })
-end
-
 local cancel_one  -- defined below: end_run and cancel_one call each other
 
 -- Cancel the children a canceled run awaits (emitted children run on); returns how
@@ -30,16 +23,18 @@ local function cancel_awaited_children(run_id, now)
 end
 
 -- End a run in a terminal status: set fields, leave its indexes and its gate (and
--- note a running run left 'running', see queues.lua), fire hooks, tell its parent,
--- cancel its awaited children if canceled. run: as read_run
--- (waiting.lua) returns it, in the same script. fields: extra hash field/value pairs
--- to store. Returns how many children (and further down) it canceled or
--- cancel-requested.
+-- note a running run left 'running', see queues.lua), join the finished set, count the
+-- outcome, fire hooks, tell its parent, cancel its awaited children if canceled. run:
+-- as read_run (waiting.lua) returns it, in the same script. fields: extra hash
+-- field/value pairs to store. Returns how many children (and further down) it
+-- canceled or cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
   local parent_id, parent_step, has_steps = run[5], run[6], run[7]
-  redis.call('HSET', key, 'status', status, 'finished_at', now, unpack(fields))
+  set_status(run_id, queue, workflow, current, status, 'finished_at', now, unpack(fields))
+  redis.call('ZADD', finished_key(), now, run_id)
+  count(status, queue, workflow, now)
   if current == 'running' or run[10] == '1' then
     redis.call('HDEL', key, 'lease_token', 'admitted')
   end

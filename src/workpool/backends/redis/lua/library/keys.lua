@@ -72,3 +72,21 @@ end
 local function registry_key()
   return prefix .. ':registry'
 end
+
+-- A (queue, workflow) pair in key names and fields: "<len>:<queue>:<workflow>", <len>
+-- the queue name's length in bytes, so a ':' in either name cannot merge two pairs.
+local function pair_of(queue, workflow)
+  return #queue .. ':' .. queue .. ':' .. workflow
+end
+
+-- Listing (listing.lua): list_key, a sorted set (every score 0) of the pair's runs in
+-- status, by id; pairs_key, a set of every pair that has had a run; finished_key, a
+-- sorted set of terminal runs, score finished_at.
+local function list_key(status, pair) return prefix .. ':list:' .. status .. ':' .. pair end
+local function pairs_key() return prefix .. ':pairs' end
+local function finished_key() return prefix .. ':finished' end
+
+-- Counters (counters.lua): stats_key, a hash of one minute's counters (minute: its
+-- start, a whole number); stats_minutes_key, a sorted set of the minutes that have one.
+local function stats_key(minute) return prefix .. ':stats:' .. minute end
+local function stats_minutes_key() return prefix .. ':stats' end

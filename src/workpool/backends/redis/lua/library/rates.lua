@@ -51,15 +51,16 @@ local function reserved_at(rate, available_at, now)
 end
 
 -- make_waiting's case of a run with limits, due, without a reservation: reserves its
--- start; if that is later than now, the run (in no index) becomes scheduled at it,
--- holding the reservation, and this returns true; else false: the caller queues it.
-local function delay_for_rate(run_id, queue, rate, now)
+-- start; if that is later than now, the run (in no queue index; run: as make_waiting
+-- takes it) becomes scheduled at it, holding the reservation, and this returns true;
+-- else false: the caller queues it.
+local function delay_for_rate(run_id, run, rate, now)
   local at, reserved = reserved_at(rate, nil, now)
   if not reserved then
     return false
   end
-  redis.call('HSET', run_key(run_id), 'status', 'scheduled', 'available_at', at,
+  set_status(run_id, run[2], run[3], run[1], 'scheduled', 'available_at', at,
     'rate_reserved', reserved)
-  redis.call('ZADD', queue_key(queue, 'scheduled'), at, run_id)
+  redis.call('ZADD', queue_key(run[2], 'scheduled'), at, run_id)
   return true
 end

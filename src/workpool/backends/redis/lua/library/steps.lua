@@ -32,11 +32,11 @@ local function notify_parent(run_id, parent_id, step_name, status, stored, now)
   end
   take_outcome(step, status, stored[1], stored[2], stored[3], now)
   redis.call('HSET', steps, step_name, cjson.encode(step))
-  local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'gate',
-    'gate_limit', 'rate')
+  local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'workflow',
+    'gate', 'gate_limit', 'rate')
   if parent[1] == 'suspended' then
     redis.call('ZREM', queue_key(parent[2], 'scheduled'), parent_id)  -- its timer, if any
-    if make_waiting(parent_id, parent[2], now, now, parent[3], parent[4], parent[5]) then
+    if make_waiting(parent_id, parent, now, now, parent[4], parent[5], parent[6]) then
       wake(parent[2])
     end
   end

@@ -13,27 +13,29 @@ local function read_run(run_id, ...)
 end
 
 -- Make a run waiting: queued if available_at <= now (in 'ready', or at its gate if
--- gate is set; limit: its gate_limit), else 'scheduled'. rate: its rate field (nil: no
+-- gate is set; limit: its gate_limit), else 'scheduled'. run: its status before, queue
+-- and workflow (run[1..3], as read_run returns them). rate: its rate field (nil: no
 -- limits, or it holds a reservation): queued, it first reserves a start, and a later one
 -- makes it 'scheduled' at that start (rates.lua). The caller has already removed it from
--- every other index. Returns true when the caller must wake the queue (false when it
--- waits at its gate; a gate wakes the queue of each run it admits).
-local function make_waiting(run_id, queue, available_at, now, gate, limit, rate)
+-- every other queue index. Returns true when the caller must wake the queue (false when
+-- it waits at its gate; a gate wakes the queue of each run it admits).
+local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
+  local from, queue, workflow = run[1], run[2], run[3]
   if tonumber(available_at) > tonumber(now) then
-    redis.call('HSET', run_key(run_id), 'status', 'scheduled', 'available_at', available_at)
+    set_status(run_id, queue, workflow, from, 'scheduled', 'available_at', available_at)
     redis.call('ZADD', queue_key(queue, 'scheduled'), available_at, run_id)
-  elseif rate and delay_for_rate(run_id, queue, rate, now) then
+  elseif rate and delay_for_rate(run_id, run, rate, now) then
     return true  -- scheduled at its reserved start: idle workers learn when it is due
   elseif gate then
     local count, at_once = gate_room(gate, limit)
-    local fields = { 'status', 'queued', 'available_at', available_at }
+    local fields = { 'available_at', available_at }
     if at_once then
-      fields[5], fields[6] = 'admitted', '1'
+      fields[3], fields[4] = 'admitted', '1'
     end
-    redis.call('HSET', run_key(run_id), unpack(fields))
+    set_status(run_id, queue, workflow, from, 'queued', unpack(fields))
     return join_gate(run_id, gate, limit, queue, available_at, count, at_once)
   else
-    redis.call('HSET', run_key(run_id), 'status', 'queued', 'available_at', available_at)
+    set_status(run_id, queue, workflow, from, 'queued', 'available_at', available_at)
     redis.call('ZADD', queue_key(queue, 'ready'), available_at, run_id)
   end
   return true
@@ -53,12 +55,13 @@ end
 
 local OPTIONAL_RUN_FIELDS = {
   'retry', 'hooks', 'idempotency_key', 'parent_run_id', 'parent_step', 'gate', 'gate_limit',
-  'rate', 'rate_reserved',
+  'rate', 'rate_reserved', 'retry_of',
 }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
--- gate, gate_limit and rate (a due run with limits reserves its start, see rates.lua).
+-- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua) and
+-- retry_of.
 -- Does not record the workflow name: batch callers do it once per batch. Returns true
 -- when the caller must wake the queue (see make_waiting).
 local function store_run(run, now)
@@ -73,7 +76,7 @@ local function store_run(run, now)
   end
   local fields = {
     'id', run.id, 'workflow', run.workflow, 'queue', run.queue, 'input', run.input,
-    'status', status, 'attempts', '0', 'created_at', now, 'available_at', run.available_at,
+    'attempts', '0', 'created_at', now, 'available_at', run.available_at,
     'cancel_requested', '0', 'lease_losses', '0',
   }
   for _, name in ipairs(OPTIONAL_RUN_FIELDS) do
@@ -85,7 +88,7 @@ local function store_run(run, now)
   if at_once then
     fields[#fields + 1], fields[#fields + 2] = 'admitted', '1'
   end
-  redis.call('HSET', run_key(run.id), unpack(fields))
+  set_status(run.id, run.queue, run.workflow, nil, status, unpack(fields))
   redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
   if count then
     return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.available_at, count,

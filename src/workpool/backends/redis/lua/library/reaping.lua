@@ -1,0 +1,32 @@
+-- Library: reaping the runs of a queue whose lease expired (claim.lua, Backend.claim
+-- step 2). Each reaped attempt counts as reaped (an execution without a known duration).
+
+-- The error of a run that lost its lease too often.
+local function lost_error(losses)
+  local message = 'the run lost its lease ' .. losses .. ' times (the worker died or '
+    .. 'stalled each time); it will not be retried'
+  return cjson.encode({ type = 'WorkerLostError', message = message, traceback = cjson.null })
+end
+
+-- Reap up to budget expired leases of queue, oldest expiry first: a run with a cancel
+-- request ends canceled, one that lost its lease max_lease_losses times ends failed,
+-- others are queued again now (counted as retried). Returns the budget left.
+local function reap(queue, budget, now, max_lease_losses)
+  local leases = queue_key(queue, 'leases')
+  local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
+  for _, run_id in ipairs(expired) do
+    local losses = redis.call('HINCRBY', run_key(run_id), 'lease_losses', 1)
+    local run = read_run(run_id, 'cancel_requested', 'rate')
+    count('reaped', run[2], run[3], now)
+    if run[11] == '1' then
+      end_run(run_id, run, 'canceled', now, {})
+    elseif losses >= max_lease_losses then
+      end_run(run_id, run, 'failed', now, { 'error', lost_error(losses) })
+    else
+      drop_lease(run_id, run)
+      make_waiting(run_id, run, now, now, run[8], run[9], run[12])
+      count('retried', run[2], run[3], now)
+    end
+  end
+  return budget - #expired
+end

@@ -1,0 +1,48 @@
+-- purge: delete old terminal runs and old counters (Backend.purge).
+--
+-- KEYS[1]  the key prefix hash tag, "{<prefix>}"
+-- ARGV[1]  finished_before: delete runs that finished earlier (decimal string)
+-- ARGV[2]  limit: most runs to delete (integer)
+-- ARGV[3]  counters_before: delete the counters of minutes starting earlier (decimal)
+--
+-- Returns how many runs were deleted. Runs go oldest finished_at first (the finished
+-- set), each with its steps, its children list, its idempotency key if that still
+-- names it, its list entry and its finished entry; terminal runs are in no other
+-- index. Runs it started and the run that started it are left alone.
+
+local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+
+local deleted = 0
+if limit > 0 then
+  local old = redis.call('ZRANGEBYSCORE', finished_key(), '-inf', '(' .. finished_before,
+    'LIMIT', 0, limit)
+  for _, run_id in ipairs(old) do
+    local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
+      'idempotency_key')
+    if run[1] then
+      redis.call('ZREM', list_key(run[1], pair_of(run[2], run[3])), run_id)
+      if run[4] then
+        local key = idempotency_key(run[3], run[4])
+        local value = redis.call('GET', key)
+        if value and string.sub(value, string.find(value, ' ', 1, true) + 1) == run_id then
+          redis.call('DEL', key)
+        end
+      end
+    end
+    redis.call('DEL', run_key(run_id), steps_key(run_id), children_key(run_id))
+    redis.call('ZREM', finished_key(), run_id)
+    if run[1] then
+      deleted = deleted + 1
+    end
+  end
+end
+
+local minutes = redis.call('ZRANGEBYSCORE', stats_minutes_key(), '-inf',
+  '(' .. counters_before)
+for _, minute in ipairs(minutes) do
+  redis.call('DEL', stats_key(minute))
+end
+if #minutes > 0 then
+  redis.call('ZREMRANGEBYSCORE', stats_minutes_key(), '-inf', '(' .. counters_before)
+end
+return deleted

@@ -1,0 +1,39 @@
+-- rerun: enqueue a failed or canceled run again as a new, linked run (Backend.rerun).
+--
+-- KEYS[1]  the key prefix hash tag, "{<prefix>}"
+-- ARGV[1]  now, seconds since the epoch (decimal string)
+-- ARGV[2]  the run's id
+-- ARGV[3]  the new run's id
+--
+-- Returns { 'created', new id }, { 'exists', the id of the run an earlier rerun made },
+-- { 'not_found' }, { 'not_finished' } (active), { 'succeeded' }, or { 'taken' } when
+-- the new id already names a run (nothing changed but in 'created').
+-- The new run copies workflow, queue, input, retry, hooks, gate, gate_limit and rate,
+-- has retry_of, and is stored as enqueue stores a run available now: it reserves a
+-- start if rate limited, goes through its gate if gated, and wakes its queue.
+
+local now, run_id, new_id = ARGV[1], ARGV[2], ARGV[3]
+local old = redis.call('HMGET', run_key(run_id), 'status', 'retried_as', 'workflow',
+  'queue', 'input', 'retry', 'hooks', 'gate', 'gate_limit', 'rate')
+if not old[1] then
+  return { 'not_found' }
+elseif old[2] then
+  return { 'exists', old[2] }
+elseif not TERMINAL[old[1]] then
+  return { 'not_finished' }
+elseif old[1] == 'succeeded' then
+  return { 'succeeded' }
+elseif redis.call('EXISTS', run_key(new_id)) == 1 then
+  return { 'taken' }
+end
+local run = {
+  id = new_id, workflow = old[3], queue = old[4], input = old[5], available_at = now,
+  retry = old[6] or nil, hooks = old[7] or nil, gate = old[8] or nil,
+  gate_limit = old[9] or nil, rate = old[10] or nil, retry_of = run_id,
+}
+if store_run(run, now) then
+  wake(run.queue)
+end
+redis.call('SADD', workflows_key(), run.workflow)
+redis.call('HSET', run_key(run_id), 'retried_as', new_id)
+return { 'created', new_id }
