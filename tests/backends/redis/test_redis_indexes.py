@@ -1,7 +1,9 @@
 """After any mix of operations, every Redis index agrees with the runs' statuses, and
 every gate with its runs: a queued gated run is in exactly one of its queue's 'ready' set
 (admitted) or its gate's waiting set, each gate's count is its admitted runs (queued in
-'ready' or running), and no gate admits more than its limit."""
+'ready' or running), and no gate admits more than its limit. Every run is in exactly the
+list index of its (queue, workflow, status), terminal runs (only they) are in the
+finished set, and a purge of every terminal run leaves no key or entry naming one."""
 
 from __future__ import annotations
 
@@ -14,17 +16,19 @@ from redis.crc import key_slot
 
 from workpool.backends.base import (
     ACTIVE_STATES,
+    TERMINAL_STATES,
     CompletionHook,
     Finish,
     Lease,
     NewRun,
     RateLimitSpec,
+    Rerun,
     StepKind,
     StepRecord,
     StepStatus,
 )
 from workpool.backends.redis.backend import RedisBackend
-from workpool.backends.redis.keys import Keys, gate_id
+from workpool.backends.redis.keys import Keys, gate_id, pair
 
 QUEUES = ("default", "slow:lane")
 WORKFLOWS = ("send_email", "send:sms")
@@ -85,6 +89,7 @@ async def mixed_history(backend: RedisBackend) -> set[str]:
     timers |= await gates_history(backend, NOW + 400)
     await queues_history(backend, NOW + 2000)
     await rates_history(backend, NOW + 3000)
+    await reruns_history(backend, NOW + 4000)
     return timers
 
 
@@ -290,6 +295,29 @@ async def rates_history(backend: RedisBackend, now: float) -> None:
     assert [run.lease.run_id for run in promoted] == [runs[1].id]
 
 
+async def reruns_history(backend: RedisBackend, now: float) -> None:
+    """Failed and canceled runs re-run: an ungated one, a gated one (it waits at or goes
+    through its gate), and a rate limited one (it reserves a start); re-running one
+    again finds the first re-run."""
+    ended = [
+        run
+        for status in ("failed", "canceled")
+        for run in (await backend.list_runs(status, None, None, 1000, None)).runs
+    ]
+    chosen = [
+        next(run for run in ended if run.queue in QUEUES),
+        next(run for run in ended if run.queue in GATED_QUEUES),
+        next(run for run in ended if run.workflow == "rated"),
+    ]
+    for old in chosen:
+        new_id = f"rerun-{uuid.uuid4().hex[:6]}"
+        assert await backend.rerun(old.id, new_id, now) == Rerun("created", new_id)
+        assert await backend.rerun(old.id, "another", now) == Rerun("exists", new_id)
+        rerun = await backend.get_run(new_id)
+        assert rerun is not None
+        assert (rerun.retry_of, rerun.status in ("queued", "scheduled")) == (old.id, True)
+
+
 async def all_runs(raw: Redis, keys: Keys) -> dict[str, dict[str, str]]:
     """Every run hash, by id (a full scan: test code only)."""
     runs: dict[str, dict[str, str]] = {}
@@ -457,3 +485,79 @@ async def test_signal_lists_hold_at_most_one_token(
     await redis_backend.enqueue([a_run(i, NOW) for i in range(10, 20)], NOW)
     for queue in QUEUES:
         assert await raw.llen(keys.signal(queue)) == 1
+
+
+async def scored(raw: Redis, key: str) -> list[tuple[str, float]]:
+    """A sorted set's (member, score) pairs."""
+    return cast(list[tuple[str, float]], await raw.zrange(key, 0, -1, withscores=True))
+
+
+async def listed_runs(raw: Redis, keys: Keys) -> dict[str, list[tuple[str, float]]]:
+    """Every run id in a list index: the (index, score) entries naming it."""
+    entries: dict[str, list[tuple[str, float]]] = {}
+    async for key in raw.scan_iter(match=f"{keys.tag}:list:*"):
+        for run_id, score in await scored(raw, key):
+            entries.setdefault(run_id, []).append((key, score))
+    return entries
+
+
+async def test_every_run_is_listed_once_by_its_pair_and_status(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    await mixed_history(redis_backend)
+    runs = await all_runs(raw, keys)
+    assert any(run.get("retry_of") for run in runs.values())  # re-runs are in the mix
+    assert await listed_runs(raw, keys) == {
+        run_id: [(keys.listing(run["status"], run["queue"], run["workflow"]), 0.0)]
+        for run_id, run in runs.items()
+    }
+    run_pairs = {pair(run["queue"], run["workflow"]) for run in runs.values()}
+    assert await raw.smembers(keys.pairs()) == run_pairs
+    finished = dict(await scored(raw, keys.finished()))
+    assert finished == {
+        run_id: float(run["finished_at"])
+        for run_id, run in runs.items()
+        if run["status"] in TERMINAL_STATES
+    }
+
+
+async def idempotency_keys(raw: Redis, keys: Keys) -> dict[str, str]:
+    """Every idempotency key, and the id of the run it names."""
+    named = {}
+    async for key in raw.scan_iter(match=f"{keys.tag}:idempotency:*"):
+        named[key] = str(await raw.get(key)).split(" ", 1)[1]
+    return named
+
+
+async def test_a_purge_of_every_terminal_run_leaves_nothing_naming_one(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    await mixed_history(redis_backend)
+    before = await all_runs(raw, keys)
+    ended = {run_id for run_id, run in before.items() if run["status"] in TERMINAL_STATES}
+    active = {run_id: run for run_id, run in before.items() if run_id not in ended}
+    named_before = await idempotency_keys(raw, keys)
+    assert set(named_before.values()) & ended  # some purged runs held a key
+    assert set(named_before.values()) - ended  # and some others
+    assert await raw.exists(*(keys.steps(run_id) for run_id in ended))  # some had steps
+    kept = [keys.steps(run_id) for run_id in active] + [keys.children(run_id) for run_id in active]
+    dumps = {key: await raw.dump(key) for key in kept}
+    assert any(dumps.values())  # some active runs have steps or children
+    pairs_before = await raw.smembers(keys.pairs())
+
+    purged = 0
+    while deleted := await redis_backend.purge(NOW + 10**6, 7, 0.0):
+        purged += deleted
+    assert purged == len(ended)
+
+    assert await all_runs(raw, keys) == active  # the other runs are untouched
+    assert {key: await raw.dump(key) for key in kept} == dumps
+    for run_id in ended:
+        for key in (keys.run(run_id), keys.steps(run_id), keys.children(run_id)):
+            assert await raw.exists(key) == 0, key
+    assert set(await listed_runs(raw, keys)) == set(active)
+    assert await raw.zcard(keys.finished()) == 0
+    assert await idempotency_keys(raw, keys) == {
+        key: run_id for key, run_id in named_before.items() if run_id not in ended
+    }
+    assert await raw.smembers(keys.pairs()) == pairs_before  # pairs are remembered
