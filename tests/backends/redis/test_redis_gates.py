@@ -178,7 +178,7 @@ async def costs_per_run(
 
 async def warm_up_the_minute(backend: RedisBackend) -> None:
     """Finish a run at NOW, so the counters of NOW's minute exist: the first counter a
-    minute gets also sets its TTL and trims old minutes (counters.lua), once a minute."""
+    minute gets also sets its TTL (counters.lua), once a minute."""
     await backend.enqueue([a_run("warm-minute", "warm-minute")], NOW)
     [run] = (await backend.claim(["warm-minute"], "w", 1, 30, 3, NOW)).runs
     assert await backend.finish([Finish(run.lease, "succeeded", output="1")], NOW) == [True]

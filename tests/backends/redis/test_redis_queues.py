@@ -307,9 +307,9 @@ FINISH_WITHOUT_SETTINGS = Counter(
     hincrbyfloat=1,
 )
 """What claiming and finishing one run cost without queue settings."""
-NEW_MINUTE = Counter(zadd=1, expire=1, zremrangebyscore=1)
+NEW_MINUTE = Counter(zadd=1, expire=1)
 """What the first counter of a minute adds, once per call: it records the minute in the
-minutes set (ZADD), and the minute being new, sets its TTL and trims old minutes."""
+minutes set (ZADD), and the minute being new, sets its TTL."""
 
 
 @pytest.mark.parametrize("limited", [False, True])

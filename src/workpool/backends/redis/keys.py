@@ -66,10 +66,11 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            succeeded, failed, canceled and retried (see
                                            PairCounters; executions = timed + reaped),
                                            with a TTL of 25 hours from its first write
-    {p}:stats                              sorted set: the minutes that have a stats
-                                           hash, each scored by itself (purge and
-                                           get_stats range over it; minutes over 25
-                                           hours older than a new one leave it)
+    {p}:stats                              sorted set: the minute of every stats hash,
+                                           each scored by itself (get_stats and purge
+                                           range over it; only purge takes minutes out,
+                                           with their hashes; a minute whose hash
+                                           expired stays until then)
 
 A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
 ``<len>:<workflow>:<key>`` with one (``<len>`` as above), so no two (workflow, key)

@@ -6,9 +6,10 @@
 -- finish), reaped (attempts whose lease expired; executions = timed + reaped), run_time
 -- (seconds, the sum over timed attempts), succeeded, failed, canceled and retried.
 -- The first counter a script call writes in a minute adds the minute to
--- stats_minutes_key (get_stats and purge range over it); when it was not there, the
--- hash is new: it gets a TTL (an abandoned minute vanishes) and minutes older than the
--- TTL leave the set. So a run pays only its HINCRBYs.
+-- stats_minutes_key (get_stats and purge range over it; only purge takes minutes out,
+-- with their hashes, so every hash's minute is in it); when the minute was not there,
+-- the hash is new and gets a TTL, so a minute purge never deletes still vanishes. A
+-- run pays only its HINCRBYs.
 
 local STATS_TTL = 25 * 3600  -- seconds
 local counted_minutes = {}  -- minutes recorded during this script call
@@ -31,7 +32,5 @@ local function count(counter, queue, workflow, now, amount)
   local member = string.format('%d', minute)
   if redis.call('ZADD', stats_minutes_key(), member, member) == 1 then
     redis.call('EXPIRE', key, STATS_TTL)
-    redis.call('ZREMRANGEBYSCORE', stats_minutes_key(), '-inf',
-      string.format('(%d', minute - STATS_TTL))
   end
 end
