@@ -55,7 +55,8 @@ async def test_storage_returns_to_its_baseline_after_retention(backend_url: str)
 
     @pool.workflow(max_concurrency=2)
     async def work(ctx: RunContext, n: int) -> int:
-        return await ctx.step.run("square", lambda: n * n)
+        square: int = await ctx.step.run("square", lambda: n * n)
+        return square
 
     backend = await pool.backend()
     keeper = Housekeeper(pool, "keeper")

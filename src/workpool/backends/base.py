@@ -243,8 +243,9 @@ class PairCounters:
     """What happened to runs of one (queue, workflow) in the minutes asked for.
 
     - ``executions``: attempts that ended: reported by ``finish`` with ``succeeded``,
-      ``failed``, ``canceled`` or ``retry`` (not ``suspend``: the attempt goes on), or
-      reaped by ``claim`` after their lease expired.
+      ``failed``, ``canceled`` or ``retry`` (not ``suspend``: the attempt goes on,
+      even when a cancel request turns the suspend into ``canceled``), or reaped by
+      ``claim`` after their lease expired.
     - ``timed``: those reported by ``finish``; ``run_time`` sums their ``now -
       started_at`` in seconds (a reaped attempt's duration is unknown).
     - ``succeeded``, ``failed``, ``canceled``: runs that reached that terminal state
