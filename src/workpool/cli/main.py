@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from workpool.cli.queues import queues
+from workpool.cli.runs import runs, steps
+from workpool.cli.stats import stats, workflows
 from workpool.cli.worker import worker
 
 
@@ -16,6 +18,10 @@ def cli() -> None:
 
 cli.add_command(worker)
 cli.add_command(queues)
+cli.add_command(runs)
+cli.add_command(steps)
+cli.add_command(stats)
+cli.add_command(workflows)
 
 
 def main() -> None:

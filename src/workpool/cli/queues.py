@@ -1,27 +1,93 @@
-"""``workpool queues``: read and change a queue's cluster-wide limits."""
+"""``workpool queues``: list queues, read and change a queue's cluster-wide limits."""
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
 
 import click
+from rich.text import Text
 
 from workpool.app import Workpool
 from workpool.backends.base import QueueSettings
-from workpool.errors import WorkpoolError
-
-URL_OPTION = click.option(
-    "--url",
-    envvar="WORKPOOL_URL",
-    help="Backend URL (default: $WORKPOOL_URL, else sqlite:///workpool.db).",
-)
+from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
+from workpool.cli.formatting import jsonable, table
+from workpool.stats import Figures
 
 
-@click.group()
-def queues() -> None:
-    """Show, pause, resume or limit a queue (across every worker)."""
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """One line of ``workpool queues``: a queue's runs now and its settings."""
+
+    name: str
+    pending: int
+    running: int
+    suspended: int
+    max_parallelism: int | None
+    paused: bool
+
+
+@click.group(invoke_without_command=True)
+@JSON_OPTION
+@URL_OPTION
+@click.pass_context
+def queues(ctx: click.Context, as_json: bool, url: str | None) -> None:
+    """List queues, or show, pause or limit one.
+
+    A queue's pause and max_parallelism apply across every worker. Without a
+    subcommand: every queue that has had runs, with its runs pending
+    (queued or scheduled), running and suspended now, its max_parallelism and whether
+    it is paused. --json prints {"queues": [...]}.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = run_with_pool(url, _queue_rows)
+    if as_json:
+        echo_json({"queues": [jsonable(row) for row in rows]})
+        return
+    out = console()
+    if not rows:
+        out.print("no queues have had runs yet")
+        return
+    grid = table(
+        "queue",
+        "pending",
+        "running",
+        "suspended",
+        "max parallelism",
+        "paused",
+        right=("pending", "running", "suspended", "max parallelism"),
+    )
+    for row in rows:
+        grid.add_row(
+            Text(row.name),
+            str(row.pending),
+            str(row.running),
+            str(row.suspended),
+            "no limit" if row.max_parallelism is None else str(row.max_parallelism),
+            Text("paused", style="yellow") if row.paused else "no",
+        )
+    out.print(grid)
+
+
+async def _queue_rows(pool: Workpool) -> list[QueueRow]:
+    """The queues known to stats, each with its settings."""
+    by_queue: dict[str, Figures] = (await pool.stats(timedelta(minutes=1))).by_queue
+    rows = []
+    for name, figures in by_queue.items():
+        settings = await pool.get_queue(name)
+        rows.append(
+            QueueRow(
+                name=name,
+                pending=figures.pending,
+                running=figures.running,
+                suspended=figures.suspended,
+                max_parallelism=settings.max_parallelism,
+                paused=settings.paused,
+            )
+        )
+    return rows
 
 
 @queues.command()
@@ -74,16 +140,4 @@ def describe(settings: QueueSettings) -> str:
 
 
 def _run(url: str | None, action: Callable[[Workpool], Awaitable[QueueSettings]]) -> None:
-    async def main() -> QueueSettings:
-        pool = Workpool(url)
-        try:
-            return await action(pool)
-        finally:
-            await pool.aclose()
-
-    try:
-        settings = asyncio.run(main())
-    except WorkpoolError as error:
-        click.echo(f"workpool: {error}", err=True)
-        sys.exit(2)
-    click.echo(describe(settings))
+    click.echo(describe(run_with_pool(url, action)))

@@ -1,0 +1,87 @@
+"""What every command shares: the ``--url`` option, the pool runner and the output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar
+
+import click
+from click.core import ParameterSource
+from rich.console import Console
+
+from workpool.app import Workpool
+from workpool.errors import RunNotFoundError, RunStateError, WorkpoolError
+
+T = TypeVar("T")
+
+PIPE_WIDTH = 100
+"""Width of tables written to a pipe or file (unless $COLUMNS says otherwise)."""
+
+
+def _inherit_url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A subcommand's ``--url`` falls back to one given to its group on the command line
+    (``workpool queues --url X show Q``): a flag typed by the user beats $WORKPOOL_URL."""
+    if ctx.get_parameter_source(param.name or "url") is ParameterSource.COMMANDLINE:
+        return value
+    parent = ctx.parent
+    while parent is not None:
+        if parent.get_parameter_source("url") is ParameterSource.COMMANDLINE:
+            inherited: str | None = parent.params.get("url")
+            return inherited
+        parent = parent.parent
+    return value
+
+
+URL_OPTION = click.option(
+    "--url",
+    envvar="WORKPOOL_URL",
+    callback=_inherit_url,
+    help="Backend URL (default: $WORKPOOL_URL, else sqlite:///workpool.db).",
+)
+JSON_OPTION = click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object instead (for scripts)."
+)
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print ``workpool: message`` on stderr and exit with ``code``."""
+    click.echo(f"workpool: {message}", err=True)
+    sys.exit(code)
+
+
+def run_with_pool(url: str | None, action: Callable[[Workpool], Awaitable[T]]) -> T:
+    """Run ``action`` on a pool opened on ``url``, closing it after; return its result.
+
+    Errors end the command with one line on stderr: an unknown run or a run in the
+    wrong state exits 1; any other workpool error (unreachable backend, bad URL,
+    unreadable record) exits 2.
+    """
+
+    async def main() -> T:
+        pool = Workpool(url)
+        try:
+            return await action(pool)
+        finally:
+            await pool.aclose()
+
+    try:
+        return asyncio.run(main())
+    except (RunNotFoundError, RunStateError) as error:
+        fail(str(error), 1)
+    except WorkpoolError as error:
+        fail(str(error), 2)
+
+
+def console() -> Console:
+    """A console on stdout: colours on a terminal, plain text in a pipe (100 columns)."""
+    wide = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(highlight=False, width=None if wide else PIPE_WIDTH)
+
+
+def echo_json(value: Any) -> None:
+    """Print ``value`` (already JSON-compatible) as indented JSON."""
+    click.echo(json.dumps(value, indent=2, ensure_ascii=False))

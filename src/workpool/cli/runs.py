@@ -1,0 +1,298 @@
+"""``workpool runs list|show|cancel|retry`` and ``workpool steps``: find and act on runs."""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from datetime import UTC, datetime
+from typing import get_args
+
+import click
+from click.core import ParameterSource
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from workpool.app import MAX_PAGE, Workpool
+from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
+from workpool.cli.formatting import (
+    NONE,
+    duration,
+    full_time,
+    jsonable,
+    one_line_json,
+    pretty_json,
+    short_time,
+    shorten,
+    status_text,
+    table,
+)
+from workpool.errors import RunStateError
+from workpool.models import Run, RunList, RunState, Step
+
+STATUSES = list(get_args(RunState))
+DEFAULT_LIMIT = 20
+CHILD_PREFIX = len("run : ") + 32 + 8
+"""Width of a step's result column when a step has a child run: its id and some output."""
+OUTPUT_PREVIEW = 200
+"""Characters of a step's output or error kept before the table shortens it to fit."""
+
+
+@click.group()
+def runs() -> None:
+    """List runs, show one, cancel or retry one."""
+
+
+@runs.command(name="list")
+@click.option("--status", type=click.Choice(STATUSES), help="Only runs in this state.")
+@click.option("--workflow", help="Only runs of this workflow.")
+@click.option("--queue", help="Only runs in this queue.")
+@click.option(
+    "--limit",
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    type=click.IntRange(1, MAX_PAGE),
+    help="Runs per page.",
+)
+@click.option("--cursor", help="Where the next page starts (printed under each full page).")
+@JSON_OPTION
+@URL_OPTION
+def list_runs(
+    status: RunState | None,
+    workflow: str | None,
+    queue: str | None,
+    limit: int,
+    cursor: str | None,
+    as_json: bool,
+    url: str | None,
+) -> None:
+    """List runs, newest first, one page at a time.
+
+    A table of id, workflow, queue, status, attempts, created (local time) and how
+    long the run took (finished runs) or how old it is (others). When there are more
+    runs, the last line is the command that prints the next page. --json prints
+    {"runs": [...], "cursor": ...} (cursor null on the last page).
+    """
+    page: RunList = run_with_pool(
+        url,
+        lambda pool: pool.list_runs(
+            status=status, workflow=workflow, queue=queue, limit=limit, cursor=cursor
+        ),
+    )
+    if as_json:
+        echo_json({"runs": [jsonable(run) for run in page.runs], "cursor": page.cursor})
+        return
+    out = console()
+    if not page.runs:
+        out.print("no runs" if cursor is None else "no more runs")
+        return
+    now = datetime.now(UTC)
+    grid = table(
+        "id", "workflow", "queue", "status", "attempts", "created", "took/age", right=("attempts",)
+    )
+    for run in page.runs:
+        grid.add_row(
+            run.id,
+            Text(run.workflow),
+            Text(run.queue),
+            status_text(run.status),
+            str(run.attempts),
+            short_time(run.created_at, now),
+            _took_or_age(run, now),
+        )
+    out.print(grid)
+    if page.cursor is not None:
+        filters = {"--status": status, "--workflow": workflow, "--queue": queue}
+        command = _next_page_command(filters, limit, url, page.cursor)
+        out.print()
+        out.print(Text(f"next page: {command}"), soft_wrap=True)
+
+
+def _next_page_command(
+    filters: dict[str, str | None], limit: int, url: str | None, cursor: str
+) -> str:
+    """The ``runs list`` command for the page after this one: the same options (and
+    ``--url`` if it was typed, not taken from $WORKPOOL_URL), with the cursor."""
+    words = ["workpool", "runs", "list"]
+    for option, value in filters.items():
+        if value is not None:
+            words += [option, value]
+    if limit != DEFAULT_LIMIT:
+        words += ["--limit", str(limit)]
+    typed = click.get_current_context().get_parameter_source("url")
+    if url and typed is ParameterSource.COMMANDLINE:
+        words += ["--url", url]
+    return shlex.join([*words, "--cursor", cursor])
+
+
+def _took_or_age(run: Run, now: datetime) -> str:
+    """How long a finished run took (from its last start), or how old an active run is."""
+    if run.finished_at is not None:
+        if run.started_at is None:
+            return NONE  # canceled before it started
+        return duration(run.finished_at - run.started_at)
+    return f"age {duration(now - run.created_at)}"
+
+
+@runs.command()
+@click.argument("run_id")
+@JSON_OPTION
+@URL_OPTION
+def show(run_id: str, as_json: bool, url: str | None) -> None:
+    """Print every field of run RUN_ID.
+
+    Its state and attempts, times (local, and how long ago), cancel request,
+    idempotency key, parent and children runs, retry links (retry of / retried as),
+    then the input and output as indented JSON and the error with its traceback.
+    --json prints the run as one JSON object (times in UTC, ISO 8601).
+    """
+    run: Run = run_with_pool(url, lambda pool: pool.get_run(run_id))
+    if as_json:
+        echo_json(jsonable(run))
+        return
+    _print_run(console(), run, datetime.now(UTC))
+
+
+def _print_run(out: Console, run: Run, now: datetime) -> None:
+    fields = Table.grid(padding=(0, 2))
+    fields.add_column(style="bold", no_wrap=True)
+    fields.add_column()
+    took = (
+        f", took {duration(run.finished_at - run.started_at)}"
+        if run.finished_at is not None and run.started_at is not None
+        else ""
+    )
+    cancel = NONE
+    if run.cancel_requested or run.cancel_reason:
+        cancel = "requested" + (f": {run.cancel_reason}" if run.cancel_reason else "")
+    rows: list[tuple[str, str | Text]] = [
+        ("run", run.id),
+        ("workflow", Text(run.workflow)),
+        ("queue", Text(run.queue)),
+        ("status", status_text(run.status)),
+        ("attempts", str(run.attempts)),
+        ("created", full_time(run.created_at, now)),
+        ("available", full_time(run.available_at, now)),
+        ("started", full_time(run.started_at, now)),
+        ("finished", full_time(run.finished_at, now) + took),
+        ("cancel", Text(cancel)),
+        ("idempotency key", Text(run.idempotency_key or NONE)),
+        ("parent", run.parent_run_id or NONE),
+        ("children", "\n".join(run.children) or NONE),
+        ("retry of", run.retry_of or NONE),
+        ("retried as", run.retried_as or NONE),
+    ]
+    for name, value in rows:
+        fields.add_row(name, value)
+    out.print(fields)
+    sections: list[tuple[str, str]] = [("input", pretty_json(run.input))]
+    if run.status == "succeeded" or run.output is not None:
+        sections.append(("output", pretty_json(run.output)))
+    if run.error is not None:
+        error = f"{run.error.type}: {run.error.message}"
+        if run.error.traceback:
+            error += "\n\n" + run.error.traceback.rstrip()
+        sections.append(("error", error))
+    for title, body in sections:
+        out.print()
+        out.print(Text(title, style="bold"))
+        out.print(Text(textwrap.indent(body, "  ")), soft_wrap=True)
+
+
+@runs.command()
+@click.argument("run_id")
+@click.option("--reason", help="Why: stored with the run and passed to its hooks.")
+@URL_OPTION
+def cancel(run_id: str, reason: str | None, url: str | None) -> None:
+    """Cancel run RUN_ID.
+
+    A run that has not started ends canceled at once; a running run is stopped by its
+    worker within one lease renewal; a finished run is left as it is.
+    """
+    result = run_with_pool(url, lambda pool: pool.cancel(run_id, reason))
+    messages = {
+        "canceled": "canceled",
+        "requested": "cancel requested: the worker stops it within one lease renewal",
+        "finished": "already finished",
+    }
+    click.echo(f"run {run_id}: {messages.get(result, result)}")
+
+
+@runs.command()
+@click.argument("run_id")
+@URL_OPTION
+def retry(run_id: str, url: str | None) -> None:
+    """Re-run failed or canceled run RUN_ID as a new run; print its id.
+
+    The new run has the same workflow, queue, input and retry policy, and is linked to
+    the old one (retry_of / retried_as); retrying a run twice prints the same new run.
+    A run that is still active or succeeded is refused (exit code 1).
+    """
+
+    async def rerun(pool: Workpool) -> str:
+        try:
+            return (await pool.retry_run(run_id)).id
+        except RunStateError:
+            state = (await pool.get_run(run_id)).status
+            said = "succeeded" if state == "succeeded" else f"is {state}"
+            raise RunStateError(
+                f"run {run_id} {said}: only a failed or canceled run can be retried"
+            ) from None
+
+    click.echo(run_with_pool(url, rerun))
+
+
+@click.command()
+@click.argument("run_id")
+@JSON_OPTION
+@URL_OPTION
+def steps(run_id: str, as_json: bool, url: str | None) -> None:
+    """List the saved steps of run RUN_ID (ctx.step.*), oldest first.
+
+    A table of name, kind, status, attempts, start time, duration and result: the
+    output or error, shortened to fit, after the child run's id for steps that start
+    one ("run <id>: <output>"). --json prints {"run_id": ..., "steps": [...]} in full.
+    """
+    found: list[Step] = run_with_pool(url, lambda pool: pool.get_steps(run_id))
+    if as_json:
+        echo_json({"run_id": run_id, "steps": [jsonable(step) for step in found]})
+        return
+    out = console()
+    if not found:
+        out.print(f"run {run_id} has no saved steps")
+        return
+    now = datetime.now(UTC)
+    grid = table(
+        "name", "kind", "status", "attempts", "started", "took", "result", right=("attempts",)
+    )
+    grid.expand = True
+    result = grid.columns[-1]
+    result.ratio, result.no_wrap, result.overflow = 1, True, "ellipsis"
+    result.min_width = CHILD_PREFIX if any(step.child_run_id for step in found) else 16
+    for step in found:
+        grid.add_row(
+            Text(step.name),
+            step.kind,
+            status_text(step.status),
+            str(step.attempts),
+            short_time(step.started_at, now),
+            duration(step.finished_at - step.started_at) if step.finished_at else NONE,
+            _step_result(step, now),
+        )
+    out.print(grid)
+
+
+def _step_result(step: Step, now: datetime) -> Text:
+    """The output or error on one line; a child run's id first (``run <id>``), so that it
+    is never cut; a waiting step's wake-up time."""
+    parts: list[Text] = []
+    if step.child_run_id is not None:
+        parts.append(Text(f"run {step.child_run_id}"))
+    if step.error is not None:
+        error = f"{step.error.type}: {step.error.message}"
+        parts.append(Text(shorten(error, OUTPUT_PREVIEW), style="red"))
+    elif step.status == "waiting":
+        parts.append(Text(f"until {short_time(step.wake_at, now)}" if step.wake_at else "waiting"))
+    elif step.kind in ("run", "workflow"):
+        parts.append(Text(shorten(one_line_json(step.output), OUTPUT_PREVIEW)))
+    return Text(": ").join(parts) if parts else Text(NONE)
