@@ -6,9 +6,13 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration import process_app
 from workpool import Workpool
@@ -30,7 +34,15 @@ def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_the_worker_options() -> None:
     result = run_cli("worker", "--help")
     assert result.returncode == 0
-    for option in ("--queues", "--concurrency", "--lease-seconds", "--shutdown-grace"):
+    for option in (
+        "--queues",
+        "--concurrency",
+        "--lease-seconds",
+        "--shutdown-grace",
+        "--metrics-port",
+        "--metrics-host",
+        "--metrics-refresh-seconds",
+    ):
         assert option in result.stdout
 
 
@@ -88,3 +100,77 @@ async def test_json_log_format_writes_one_parsable_line_per_event(backend_url: s
     assert events["completed"]["outcome"] == "success"
     assert events["completed"]["workflow"] == "chore"
     assert events["started"]["queue"] == "default"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text: str = response.read().decode()
+        return text
+
+
+async def test_metrics_port_serves_prometheus_metrics(backend_url: str) -> None:
+    env = {
+        **os.environ,
+        "WORKPOOL_URL": backend_url,
+        "PYTHONPATH": str(ROOT / "src"),
+        "WORKPOOL_TEST_LOG": os.devnull,
+    }
+    port = free_port()
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *["-m", "workpool", "worker", "tests.integration.process_app:pool"],
+        *["--metrics-port", str(port), "--metrics-host", "127.0.0.1"],
+        cwd=ROOT,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        pool = Workpool(backend_url)
+        (handle,) = await pool.enqueue_many([process_app.chore.prepare(1)])
+        assert await handle.result(timeout=30) == 1
+        await pool.aclose()
+        # The server starts before the worker claims: it is up once a run completed.
+        text = await asyncio.to_thread(scrape, port)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, stderr = await asyncio.wait_for(worker.communicate(), 30)
+    assert worker.returncode == 0, stderr.decode()
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+    chore = (("outcome", "success"), ("queue", "default"), ("workflow", "chore"))
+    assert samples[("workpool_runs_finished_total", chore)] == 1
+    assert samples[("workpool_run_duration_seconds_count", (("workflow", "chore"),))] == 1
+    assert samples[("workpool_backend_operation_seconds_count", (("operation", "claim"),))] >= 1
+
+
+def test_a_metrics_port_in_use_exits_2_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [
+                *[sys.executable, "-m", "workpool", "worker"],
+                *["tests.integration.process_app:pool", "--metrics-port", str(port)],
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "WORKPOOL_URL": f"sqlite:///{tmp_path}/workpool.db"},
+        )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"workpool: cannot serve metrics on 0.0.0.0:{port}: "), last

@@ -55,6 +55,25 @@ def load_pool(target: str) -> Workpool:
     show_default=True,
     help="json: one JSON object per line, with run events' fields, for log tools.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=1, max=65535),
+    default=None,
+    help="Serve Prometheus metrics over HTTP at /metrics on this port (default: none).",
+)
+@click.option(
+    "--metrics-host",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address the metrics server binds (with --metrics-port).",
+)
+@click.option(
+    "--metrics-refresh-seconds",
+    default=15.0,
+    show_default=True,
+    type=click.FloatRange(min=0.1),
+    help="How often the queue gauges are read from the backend (with --metrics-port).",
+)
 def worker(
     pool_path: str,
     queues: str,
@@ -64,6 +83,9 @@ def worker(
     shutdown_grace: float,
     log_level: str | None,
     log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
+    metrics_refresh_seconds: float,
 ) -> None:
     """Run a worker for the pool MODULE:POOL until SIGTERM or SIGINT."""
     configure_handler(log_format)
@@ -77,6 +99,12 @@ def worker(
             renew_every=timedelta(seconds=renew_seconds),
             shutdown_grace=timedelta(seconds=shutdown_grace),
         )
+        if metrics_port is not None:
+            from workpool.worker.metrics import WorkerMetrics
+
+            process.metrics = WorkerMetrics(
+                metrics_port, host=metrics_host, refresh_every=metrics_refresh_seconds
+            )
         asyncio.run(_serve(pool, process))
     except WorkpoolError as error:
         click.echo(f"workpool: {error}", err=True)

@@ -85,14 +85,16 @@ class ActiveRuns:
         """Tasks of handlers still running."""
         return [entry.task for entry in self._runs.values() if not entry.task.done()]
 
-    def abandon(self, run_id: str, *, reason: str) -> None:
-        """Stop a run whose lease is gone, without writing its outcome."""
+    def abandon(self, run_id: str, *, reason: str) -> ActiveRun | None:
+        """Stop a run whose lease is gone, without writing its outcome; return it, or
+        None if it was not running (unknown, or its handler already done)."""
         entry = self._runs.get(run_id)
         if entry is None or entry.task.done():
-            return  # already finished: its outcome is on its way or written
+            return None  # already finished: its outcome is on its way or written
         logger.warning("run %s abandoned (%s)", run_id, reason)
         entry.abandoned = True
         entry.task.cancel()
+        return entry
 
     def abandon_unfinished(self, *, reason: str) -> list[Lease]:
         """Abandon every run whose handler is still running; return their leases."""

@@ -14,6 +14,7 @@ from workpool.definitions import Workflow
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
+    from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.cron")
 
@@ -58,6 +59,8 @@ class CronScheduler:
         self.leading = False
         self.fired = 0
         self.skipped = 0
+        self.metrics: WorkerMetrics | None = None
+        """Counts fired and skipped ticks per workflow too, if set (by the worker)."""
 
     @property
     def has_triggers(self) -> bool:
@@ -99,6 +102,8 @@ class CronScheduler:
         [outcome] = await backend.enqueue([run], now)
         if outcome.skipped:
             self.skipped += 1
+            if self.metrics is not None:
+                self.metrics.cron_tick_skipped(trigger.workflow.name)
             logger.warning(
                 "cron: tick of %s skipped, the workflow is at max_concurrency (%d skipped)",
                 trigger.workflow.name,
@@ -106,4 +111,6 @@ class CronScheduler:
             )
         elif outcome.created:
             self.fired += 1
+            if self.metrics is not None:
+                self.metrics.cron_tick_fired(trigger.workflow.name)
             logger.info("cron: started %s run %s", trigger.workflow.name, outcome.run_id)

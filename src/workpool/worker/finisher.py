@@ -17,6 +17,7 @@ from workpool.worker.active import ActiveRun, ActiveRuns
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
+    from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.worker")
 
@@ -39,8 +40,11 @@ class Finisher:
         pool: Workpool,
         env: Execution,
         on_run_requeued: Callable[[], None],
+        *,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self._backend = backend
+        self._metrics = metrics
         self._on_run_requeued = on_run_requeued
         self._active = active
         self._pool = pool
@@ -95,7 +99,16 @@ class Finisher:
     def _report(self, entry: ActiveRun, finish: Finish, written: bool) -> None:
         if not written:
             logger.warning("run %s: lease lost before its outcome was written", entry.run_id)
+            if self._metrics is not None:
+                self._metrics.lease_lost(entry.claimed.workflow)
             return
+        if self._metrics is not None:
+            self._metrics.run_completed(
+                entry.claimed.workflow,
+                entry.claimed.queue,
+                _OUTCOME_WORDS.get(finish.status, finish.status),
+                max(0.0, self._pool.clock.now() - entry.started_at),
+            )
         if logger.isEnabledFor(logging.INFO):
             outcome = _OUTCOME_WORDS.get(finish.status, finish.status)
             duration = round(max(0.0, self._pool.clock.now() - entry.started_at), 6)

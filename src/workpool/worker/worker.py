@@ -27,6 +27,7 @@ from workpool.worker.options import WorkerOptions
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
+    from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.worker")
 
@@ -56,7 +57,9 @@ class Worker:
     started from the CLI). ``async with pool.worker(...)`` runs it in the background.
     """
 
-    def __init__(self, pool: Workpool, options: WorkerOptions) -> None:
+    def __init__(
+        self, pool: Workpool, options: WorkerOptions, *, metrics: WorkerMetrics | None = None
+    ) -> None:
         self._registry = pool.registry_records()  # fails early without an app
         self.pool = pool
         self.options = options
@@ -78,6 +81,9 @@ class Worker:
         """Fires the pool's cron triggers while this worker leads."""
         self.housekeeper = Housekeeper(pool, self.id, interval=options.housekeeping_every)
         """Reports and deletes expired runs while this worker leads housekeeping."""
+        self.metrics = metrics
+        """Prometheus metrics, served from ``run()``; None (the default): no metrics.
+        Set it before ``run()`` (``pool.worker()`` does not take it)."""
 
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
@@ -95,7 +101,13 @@ class Worker:
             if queue in self.pool.queue_defaults:
                 limit = self.pool.queue_defaults[queue]
                 await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
-        finisher = Finisher(backend, self._active, self.pool, self._env, self._nudged.set)
+        if self.metrics is not None:
+            self.metrics.start_server()  # ConfigurationError if the port is taken
+            backend = self.metrics.timed(backend)
+            self.cron.metrics = self.metrics
+        finisher = Finisher(
+            backend, self._active, self.pool, self._env, self._nudged.set, metrics=self.metrics
+        )
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
@@ -104,14 +116,21 @@ class Worker:
         ]
         if self.cron.has_triggers:
             side_tasks.append(asyncio.create_task(self.cron.run(backend), name="cron"))
+        if self.metrics is not None:
+            watch = self.metrics.watch_queues(self.pool, self.options.queues)
+            side_tasks.append(asyncio.create_task(watch, name="metrics"))
         stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
         logger.info("worker %s started on queues %s", self.id, ",".join(self.options.queues))
         try:
             await asyncio.wait([stop_wait, *side_tasks], return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._stopping.set()
-            await self._shutdown(backend, finisher, side_tasks)
-            stop_wait.cancel()
+            try:
+                await self._shutdown(backend, finisher, side_tasks)
+            finally:
+                stop_wait.cancel()
+                if self.metrics is not None:
+                    await self.metrics.stop_server()
         for task in side_tasks:
             if not task.cancelled() and task.exception() is not None:
                 raise RuntimeError(f"worker side task {task.get_name()} died") from task.exception()
@@ -214,6 +233,8 @@ class Worker:
         entry = ActiveRun(claimed, ctx, task, started_at=now)
         self._active.add(entry)
         task.add_done_callback(lambda done: finisher.handler_done(entry, done))
+        if self.metrics is not None:
+            self.metrics.run_started(claimed, max(0.0, now - claimed.available_at))
         if logger.isEnabledFor(logging.INFO):
             lag = round(max(0.0, now - claimed.available_at), 6)
             logger.info(
@@ -260,7 +281,9 @@ class Worker:
                 logger.exception("lease renewal failed; retrying at the next interval")
                 continue
             for run_id in result.lost:
-                self._active.abandon(run_id, reason="lease lost")
+                lost = self._active.abandon(run_id, reason="lease lost")
+                if lost is not None and self.metrics is not None:
+                    self.metrics.lease_lost(lost.claimed.workflow)
             for run_id in result.cancel_requested:
                 self._active.request_cancel(run_id)
 
