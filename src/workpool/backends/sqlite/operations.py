@@ -7,10 +7,11 @@ the backend can wake its own ``wait_for_work`` callers after the commit.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import math
 import sqlite3
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import EllipsisType
@@ -35,7 +36,9 @@ from workpool.backends.base import (
 from workpool.backends.sqlite import records
 
 COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
-"""The columns of the counters table (see ``PairCounters``)."""
+"""The columns of the counters table (see ``PairCounters``), in tally order."""
+EXECUTIONS, TIMED, RUN_TIME, _, _, _, RETRIED = range(len(COUNTERS))
+ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended")
 PROMOTE_BATCH = 1000
 """Most scheduled runs one claim promotes per queue."""
 REAP_BATCH = 1000
@@ -51,7 +54,7 @@ class Operations:
         self._connection = connection
         self._queries = queries
         self.woken: set[str] = set()
-        self._counts: dict[tuple[int, str, str], Counter[str]] = {}
+        self._counts: dict[tuple[int, str, str], list[float]] = {}
 
     def _execute(self, query: str, /, **parameters: Any) -> sqlite3.Cursor:
         return self._connection.execute(self._queries[query], parameters)
@@ -175,9 +178,10 @@ class Operations:
         for row in expired.fetchall():
             run_id = records.text(row, "id")
             losses = records.integer(row, "lease_losses") + 1
-            requeued = not records.flag(row, "cancel_requested") and losses < max_lease_losses
-            workflow = records.text(row, "workflow")
-            self._count(queue, workflow, now, executions=1, retried=int(requeued))
+            tally = self._tally(queue, records.text(row, "workflow"), now)
+            tally[EXECUTIONS] += 1
+            if not records.flag(row, "cancel_requested") and losses < max_lease_losses:
+                tally[RETRIED] += 1
             if records.flag(row, "cancel_requested"):
                 self._end(run_id, "canceled", now, lease_loss=1)
             elif losses >= max_lease_losses:
@@ -224,15 +228,12 @@ class Operations:
         self._left_running(queue)
         run_id = entry.lease.run_id
         if entry.status != "suspend":
-            self._count(
-                queue,
-                records.text(held, "workflow"),
-                now,
-                executions=1,
-                timed=1,
-                run_time=now - records.number(held, "started_at"),
-                retried=int(entry.status == "retry" and not records.flag(held, "cancel_requested")),
-            )
+            tally = self._tally(queue, records.text(held, "workflow"), now)
+            tally[EXECUTIONS] += 1
+            tally[TIMED] += 1
+            tally[RUN_TIME] += now - records.number(held, "started_at")
+            if entry.status == "retry" and not records.flag(held, "cancel_requested"):
+                tally[RETRIED] += 1
         if entry.status == "succeeded":
             self._end(run_id, "succeeded", now, output=entry.output)
         elif records.flag(held, "cancel_requested"):
@@ -493,36 +494,48 @@ class Operations:
     def cancel_many(
         self, before: float | None, workflow: str | None, reason: str | None, limit: int, now: float
     ) -> int:
-        """Cancel up to ``limit`` active runs matching the filters, oldest first."""
+        """Cancel up to ``limit`` active runs matching the filters, smallest id (oldest)
+        first: a walk of the pairs' active index ranges."""
         bound = math.inf if before is None else before
-        if workflow is None:
-            found = self._execute("cancelable_runs", before=bound, limit=limit)
-        else:
-            found = self._execute(
-                "cancelable_runs_of_workflow", workflow=workflow, before=bound, limit=limit
-            )
-        rows = found.fetchall()
-        for row in rows:
-            self._cancel_active(records.text(row, "id"), records.text(row, "status"), reason, now)
+        ranges = []
+        for pair in self._execute("pairs").fetchall():
+            if workflow is not None and pair["workflow"] != workflow:
+                continue
+            for status in ACTIVE_ORDER:
+                found = self._execute(
+                    "cancelable_in_pair",
+                    queue=pair["queue"],
+                    workflow=pair["workflow"],
+                    status=status,
+                    before=bound,
+                    limit=limit,
+                )
+                ranges.append([(str(row["id"]), str(row["status"])) for row in found])
+        rows = list(itertools.islice(heapq.merge(*ranges), limit))
+        for run_id, status in rows:
+            self._cancel_active(run_id, status, reason, now)
         return len(rows)
 
     # counters, retention, re-runs ----------------------------------------------------
 
-    def _count(self, queue: str, workflow: str, now: float, **deltas: float) -> None:
-        """Add to the counters of the minute of ``now``; written by ``flush_counters``."""
+    def _tally(self, queue: str, workflow: str, now: float) -> list[float]:
+        """The counters (in ``COUNTERS`` order) this transaction adds to the minute of
+        ``now`` for (queue, workflow); ``flush_counters`` writes them."""
         key = (int(now // 60) * 60, queue, workflow)
-        counts = self._counts.setdefault(key, Counter())
-        counts.update({name: value for name, value in deltas.items() if value})
+        tally = self._counts.get(key)
+        if tally is None:
+            tally = self._counts[key] = [0.0] * len(COUNTERS)
+        return tally
 
     def flush_counters(self) -> None:
         """Write the counters this transaction added to, one row per (minute, pair)."""
-        for (minute, queue, workflow), counts in self._counts.items():
+        for (minute, queue, workflow), tally in self._counts.items():
             self._execute(
                 "add_counters",
                 minute=minute,
                 queue=queue,
                 workflow=workflow,
-                **{name: counts[name] for name in COUNTERS},
+                **dict(zip(COUNTERS, tally, strict=True)),
             )
         self._counts.clear()
 
@@ -586,9 +599,9 @@ class Operations:
         ).fetchone()
         if ended is None:
             return
-        self._count(
-            records.text(ended, "queue"), records.text(ended, "workflow"), now, **{status: 1}
-        )
+        self._tally(records.text(ended, "queue"), records.text(ended, "workflow"), now)[
+            COUNTERS.index(status)
+        ] += 1
         self._fill(*left)
         self._fire_hooks(ended, now)
         parent_id, parent_step = ended["parent_run_id"], ended["parent_step"]

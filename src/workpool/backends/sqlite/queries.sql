@@ -250,23 +250,14 @@ UPDATE runs SET
     cancel_requested = 1
 WHERE id = :id AND status = 'running';
 
--- name: cancelable_runs
--- Up to :limit active runs created before :before, not already cancel-requested, oldest first.
+-- name: cancelable_in_pair
+-- Up to :limit runs of (:queue, :workflow) in active :status created before :before, not
+-- already cancel-requested, smallest id (oldest) first.
 SELECT id, status FROM runs
-WHERE status IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE queue = :queue AND workflow = :workflow AND status = :status
     AND created_at < :before
     AND NOT (status = 'running' AND cancel_requested = 1)
-ORDER BY created_at
-LIMIT :limit;
-
--- name: cancelable_runs_of_workflow
--- Like cancelable_runs, restricted to runs of :workflow.
-SELECT id, status FROM runs
-WHERE status IN ('scheduled', 'queued', 'running', 'suspended')
-    AND workflow = :workflow
-    AND created_at < :before
-    AND NOT (status = 'running' AND cancel_requested = 1)
-ORDER BY created_at
+ORDER BY id
 LIMIT :limit;
 
 -- name: get_run
