@@ -66,9 +66,13 @@ def read_lua(relative_path: str) -> str:
 
 
 def script_source(operation: str) -> str:
-    """The full source sent to Redis for one operation: library, then the operation."""
+    """The full source sent to Redis for one operation: the library, then the operation
+    as a function whose result is returned after ``flush_counts`` (counters.lua) has
+    written the counters it added to."""
     parts = [read_lua(f"library/{name}.lua") for name in LIBRARY]
+    parts.append("local function operation()")
     parts.append(read_lua(f"{operation}.lua"))
+    parts.append("end\nlocal result = operation()\nflush_counts()\nreturn result")
     return "\n".join(parts)
 
 

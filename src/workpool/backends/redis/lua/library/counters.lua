@@ -5,32 +5,45 @@
 -- stats_key(m), field "<counter>:<pair>" for the counters timed (attempts reported by
 -- finish), reaped (attempts whose lease expired; executions = timed + reaped), run_time
 -- (seconds, the sum over timed attempts), succeeded, failed, canceled and retried.
--- The first counter a script call writes in a minute adds the minute to
--- stats_minutes_key (get_stats and purge range over it; only purge takes minutes out,
--- with their hashes, so every hash's minute is in it); when the minute was not there,
--- the hash is new and gets a TTL, so a minute purge never deletes still vanishes. A
--- run pays only its HINCRBYs.
+-- A script call adds each minute it wrote to stats_minutes_key (get_stats and purge
+-- range over it; only purge takes minutes out, with their hashes, so every hash's
+-- minute is in it); when the minute was not there, the hash is new and gets a TTL, so
+-- a minute purge never deletes still vanishes.
 
 local STATS_TTL = 25 * 3600  -- seconds
-local counted_minutes = {}  -- minutes recorded during this script call
+local pending_counts = {}  -- stats key -> field -> amount added during this script call
+local pending_minutes = {}  -- stats key -> its minute (a decimal string)
 
 -- Add 1 (or, for run_time, amount: a number of seconds) to a counter of the run's pair
--- (its queue and workflow) in the minute of now (a decimal string).
+-- (its queue and workflow) in the minute of now (a decimal string). Nothing is written
+-- until flush_counts, which every operation script runs last (scripts.py), so a batch
+-- pays one HINCRBY per counter and pair, not one per run.
 local function count(counter, queue, workflow, now, amount)
-  local minute = math.floor(tonumber(now) / 60) * 60
-  local key = stats_key(string.format('%d', minute))
+  local minute = string.format('%d', math.floor(tonumber(now) / 60) * 60)
+  local key = stats_key(minute)
+  local fields = pending_counts[key]
+  if not fields then
+    fields = {}
+    pending_counts[key] = fields
+    pending_minutes[key] = minute
+  end
   local field = counter .. ':' .. pair_of(queue, workflow)
-  if counter == 'run_time' then
-    redis.call('HINCRBYFLOAT', key, field, string.format('%.17g', amount))
-  else
-    redis.call('HINCRBY', key, field, 1)
-  end
-  if counted_minutes[minute] then
-    return
-  end
-  counted_minutes[minute] = true
-  local member = string.format('%d', minute)
-  if redis.call('ZADD', stats_minutes_key(), member, member) == 1 then
-    redis.call('EXPIRE', key, STATS_TTL)
+  fields[field] = (fields[field] or 0) + (amount or 1)
+end
+
+-- Write the counts of this script call; a minute new to stats_minutes_key gets its TTL.
+local function flush_counts()
+  for key, fields in pairs(pending_counts) do
+    for field, amount in pairs(fields) do
+      if string.sub(field, 1, 9) == 'run_time:' then
+        redis.call('HINCRBYFLOAT', key, field, string.format('%.17g', amount))
+      else
+        redis.call('HINCRBY', key, field, amount)
+      end
+    end
+    local minute = pending_minutes[key]
+    if redis.call('ZADD', stats_minutes_key(), minute, minute) == 1 then
+      redis.call('EXPIRE', key, STATS_TTL)
+    end
   end
 end
