@@ -61,12 +61,15 @@ class SqliteTarget:
         if self._reader is None:
             self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         states = ("queued", "running", "scheduled") if scheduled else ("queued", "running")
-        # One count per state rather than "status IN (...)": each then reads only its own
-        # partial index (runs_queued_by_queue, ...; see migrations/0001_initial.sql).
+        # One count per (queue, workflow, state) range of the runs_listed index (see
+        # migrations/0004_observability.sql): it reads the active runs only, never the
+        # finished ones, so the harness's polls do not take CPU from the workers.
         total = 0
         for state in states:
             row = self._reader.execute(
-                "SELECT count(*) FROM runs WHERE status = ?", (state,)
+                "SELECT count(*) FROM run_pairs AS p CROSS JOIN runs AS r"
+                " WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = ?",
+                (state,),
             ).fetchone()
             total += int(row[0])
         return total
