@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from workpool.app import Workpool
 
 logger = logging.getLogger("workpool.worker")
+
+T = TypeVar("T")
 
 RUN_SECONDS_BUCKETS = (
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
@@ -252,11 +254,18 @@ class TimedBackend:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)
 
-    def _observe(self, operation: str, started: float, *, failed: bool = False) -> None:
+    async def _timed(self, operation: str, call: Awaitable[T]) -> T:
         # A call cancelled (worker stopping) is neither a latency nor an error: not seen here.
-        self._latency[operation].observe(perf_counter() - started)
-        if failed:
+        started = perf_counter()
+        try:
+            result = await call
+        except Exception:
             self._errors[operation].inc()
+            raise
+        finally:
+            if not _cancelling():
+                self._latency[operation].observe(perf_counter() - started)
+        return result
 
     async def claim(
         self,
@@ -267,54 +276,27 @@ class TimedBackend:
         max_lease_losses: int,
         now: float,
     ) -> ClaimResult:
-        started = perf_counter()
-        try:
-            result = await self.wrapped.claim(
-                queues, worker_id, limit, lease_seconds, max_lease_losses, now
-            )
-        except Exception:
-            self._observe("claim", started, failed=True)
-            raise
-        self._observe("claim", started)
-        return result
+        return await self._timed(
+            "claim",
+            self.wrapped.claim(queues, worker_id, limit, lease_seconds, max_lease_losses, now),
+        )
 
     async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
-        started = perf_counter()
-        try:
-            result = await self.wrapped.renew(leases, lease_seconds, now)
-        except Exception:
-            self._observe("renew", started, failed=True)
-            raise
-        self._observe("renew", started)
-        return result
+        return await self._timed("renew", self.wrapped.renew(leases, lease_seconds, now))
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
-        started = perf_counter()
-        try:
-            result = await self.wrapped.finish(finishes, now)
-        except Exception:
-            self._observe("finish", started, failed=True)
-            raise
-        self._observe("finish", started)
-        return result
+        return await self._timed("finish", self.wrapped.finish(finishes, now))
 
     async def release(self, leases: Sequence[Lease], now: float) -> None:
-        started = perf_counter()
-        try:
-            await self.wrapped.release(leases, now)
-        except Exception:
-            self._observe("release", started, failed=True)
-            raise
-        self._observe("release", started)
+        await self._timed("release", self.wrapped.release(leases, now))
 
     async def save_step(
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
     ) -> StepRecord | None:
-        started = perf_counter()
-        try:
-            result = await self.wrapped.save_step(lease, step, now, child)
-        except Exception:
-            self._observe("save_step", started, failed=True)
-            raise
-        self._observe("save_step", started)
-        return result
+        return await self._timed("save_step", self.wrapped.save_step(lease, step, now, child))
+
+
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (its call's time is not a latency)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
