@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shlex
 import subprocess
-import sys
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -16,25 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.cli.helpers import workpool
 from workpool import Cron, RunContext, RunFailedError, Workpool
 
-ROOT = Path(__file__).resolve().parents[2]
 WIDTH = 100
-
-
-def workpool(url: str, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """``python -m workpool ARGUMENTS`` with $WORKPOOL_URL set, output to a pipe."""
-    env = {**os.environ, "WORKPOOL_URL": url, "PYTHONPATH": str(ROOT / "src")}
-    env.pop("COLUMNS", None)  # a pipe gets 100 columns
-    return subprocess.run(
-        [sys.executable, "-m", "workpool", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
 
 
 def succeeded(result: subprocess.CompletedProcess[str]) -> str:

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.cli.helpers import workpool
 
 
 def queues(url: str, *arguments: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "WORKPOOL_URL": url, "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run(
-        [sys.executable, "-m", "workpool", "queues", *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
-    )
+    return workpool(url, "queues", *arguments)
 
 
 def test_pause_resume_and_limit_a_queue(backend_url: str) -> None:
