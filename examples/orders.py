@@ -1,9 +1,9 @@
 """Order processing on workpool's embedded SQLite default: `make demo`.
 
 Shows a flaky step retried with backoff, an on_complete callback, a delayed run, a
-cancel, status/result reads, and a durable multi-step workflow (steps run once, a
-child run awaited and a durable sleep, both without holding a worker slot), printing
-what happens as it happens.
+cancel, status/result reads, a durable multi-step workflow (steps run once, a child
+run awaited and a durable sleep, both without holding a worker slot), and the pool's
+stats at the end, printing what happens as it happens.
 """
 
 from __future__ import annotations
@@ -139,6 +139,12 @@ async def summary(*run_ids: str) -> None:
     for run_id in (*run_ids, f"{run_ids[0]}-0"):
         run = await pool.get_run(run_id)
         print(f"    {run.workflow:<24} {run.status:<10} attempts={run.attempts}")
+    stats = (await pool.stats(timedelta(minutes=5))).total
+    say(
+        f"stats: {stats.completed} runs completed ({stats.succeeded} succeeded, "
+        f"{stats.canceled} canceled), {stats.retries} retries, {stats.pending} pending; "
+        f"error rate {stats.error_rate or 0:.0%}"
+    )
 
 
 if __name__ == "__main__":
