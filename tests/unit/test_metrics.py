@@ -5,50 +5,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, cast
+from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
 
 from workpool.app import Workpool
-from workpool.backends.base import Backend, Lease, RenewResult
-from workpool.errors import ConfigurationError
+from workpool.backends import open_backend
+from workpool.backends.base import Finish, Lease
+from workpool.errors import BackendUnavailableError, ConfigurationError
 from workpool.stats import Figures, Stats
 from workpool.worker.metrics import TimedBackend, WorkerMetrics
-
-
-class FakeBackend:
-    """Answers renew, fails finish, and records wait_for_work calls."""
-
-    def __init__(self) -> None:
-        self.waits = 0
-
-    async def renew(self, leases: Any, lease_seconds: float, now: float) -> RenewResult:
-        return RenewResult(lost=frozenset({"r1"}), cancel_requested=frozenset())
-
-    async def finish(self, finishes: Any, now: float) -> list[bool]:
-        raise ConnectionError("backend down")
-
-    async def wait_for_work(self, queues: Any, timeout: float) -> None:
-        self.waits += 1
 
 
 def sample(metrics: WorkerMetrics, name: str, **labels: str) -> float | None:
     return metrics.registry.get_sample_value(name, labels)
 
 
-async def test_the_timing_layer_times_run_loop_operations_only() -> None:
+async def test_the_timing_layer_times_run_loop_operations_only(tmp_path: Path) -> None:
     metrics = WorkerMetrics()
-    fake = FakeBackend()
-    backend = metrics.timed(cast(Backend, fake))
+    real = await open_backend(f"sqlite:///{tmp_path}/timed.db")
+    backend = metrics.timed(real)
     assert isinstance(backend, TimedBackend)
     result = await backend.renew([Lease("r1", "t")], 20, 0)
     assert result.lost == {"r1"}
-    with pytest.raises(ConnectionError):
-        await backend.finish([], 0)
-    await backend.wait_for_work(["default"], 1)  # forwarded, not timed
-    assert fake.waits == 1
+    await backend.wait_for_work(["default"], 0.01)  # forwarded, not timed
+    await real.close()
+    with pytest.raises(BackendUnavailableError, match="is closed"):
+        await backend.finish([Finish(Lease("r1", "t"), "succeeded", output="1")], 0)
     count = "workpool_backend_operation_seconds_count"
     assert sample(metrics, count, operation="renew") == 1
     assert sample(metrics, count, operation="finish") == 1
@@ -99,34 +86,35 @@ def test_queue_gauges_cover_the_worker_queues() -> None:
     assert sample(metrics, "workpool_queue_pending_runs", queue="other") is None
 
 
-class FlakyStatsPool:
-    """A pool whose first stats read fails; ``read_thrice`` is set at the third read."""
-
-    def __init__(self) -> None:
-        self.reads = 0
-        self.read_thrice = asyncio.Event()
-
-    async def stats(self, window: timedelta) -> Stats:
-        self.reads += 1
-        if self.reads == 3:
-            self.read_thrice.set()
-        if self.reads == 1:
-            raise ConnectionError("backend down")
-        return Stats(window=window, total=Figures(), by_queue={"default": Figures(pending=4)})
-
-
-async def test_queue_gauges_carry_on_after_a_failed_read(caplog: pytest.LogCaptureFixture) -> None:
+async def test_queue_gauges_carry_on_after_a_failed_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "not-yet"  # the store cannot be opened until it exists
+    url = f"sqlite:///{folder}/pool.db"
     metrics = WorkerMetrics(refresh_every=0.01)
-    pool = FlakyStatsPool()
-    task = asyncio.create_task(metrics.watch_queues(cast(Workpool, pool), ["default"]))
+    pool = Workpool(url)
+    task = asyncio.create_task(metrics.watch_queues(pool, ["default"]))
     try:
-        await asyncio.wait_for(pool.read_thrice.wait(), 5)
+        await wait_for(lambda: any(r.levelno == logging.WARNING for r in caplog.records))
+        folder.mkdir()
+        async with Workpool(url) as producer:
+            for number in range(4):
+                await producer.run_by_name("later", number, run_after=timedelta(hours=1))
+        pending = "workpool_queue_pending_runs"
+        await wait_for(lambda: sample(metrics, pending, queue="default") == 4)
     finally:
         task.cancel()
-    assert sample(metrics, "workpool_queue_pending_runs", queue="default") == 4
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 1
-    assert "reading queue stats failed (ConnectionError: backend down)" in warnings[0]
+        await pool.aclose()
+    warning = next(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
+    assert warning.startswith("metrics: reading queue stats failed (BackendUnavailableError")
+
+
+async def wait_for(condition: Callable[[], bool], limit: float = 10.0) -> None:
+    """Poll until ``condition`` holds; fail after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
 
 
 async def test_a_taken_port_is_a_one_line_configuration_error() -> None:
