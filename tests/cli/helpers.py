@@ -10,9 +10,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def workpool(url: str, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """``python -m workpool ARGUMENTS`` with $WORKPOOL_URL set, output to a pipe."""
-    env = {**os.environ, "WORKPOOL_URL": url, "PYTHONPATH": str(ROOT / "src")}
+def workpool(url: str | None, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``python -m workpool ARGUMENTS`` with $WORKPOOL_URL set to ``url`` (None: as the
+    environment has it), output to a pipe."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    if url is not None:
+        env["WORKPOOL_URL"] = url
     env.pop("COLUMNS", None)  # a pipe gets 100 columns
     return subprocess.run(
         [sys.executable, "-m", "workpool", *arguments],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -10,25 +11,58 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.cli.helpers import ROOT, workpool
 from tests.integration import process_app
 from workpool import Workpool
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workpool", *arguments],
+    return workpool(None, *arguments)
+
+
+@dataclass
+class ChoreWorker:
+    """What ``worker_ran_a_chore`` gives: the chore's run id, then the worker's stderr."""
+
+    run_id: str = ""
+    stderr: bytes = b""
+
+
+@contextlib.asynccontextmanager
+async def worker_ran_a_chore(backend_url: str, *options: str) -> AsyncIterator[ChoreWorker]:
+    """A worker process for process_app.pool with ``options``; the block runs once it
+    has run one chore. After the block it gets SIGTERM, then its stderr is read."""
+    env = {
+        **os.environ,
+        "WORKPOOL_URL": backend_url,
+        "PYTHONPATH": str(ROOT / "src"),
+        "WORKPOOL_TEST_LOG": os.devnull,
+    }
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *["-m", "workpool", "worker", "tests.integration.process_app:pool", *options],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        env=env,
+        stderr=asyncio.subprocess.PIPE,
     )
+    ran = ChoreWorker()
+    try:
+        pool = Workpool(backend_url)
+        (handle,) = await pool.enqueue_many([process_app.chore.prepare(1)])
+        assert await handle.result(timeout=30) == 1
+        await pool.aclose()
+        ran.run_id = handle.id
+        yield ran
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, ran.stderr = await asyncio.wait_for(worker.communicate(), 30)
+    assert worker.returncode == 0, ran.stderr.decode()
 
 
 def test_help_lists_the_worker_options() -> None:
@@ -70,32 +104,10 @@ def test_unreachable_backend_exits_2_with_one_line(tmp_path: Path) -> None:
 
 
 async def test_json_log_format_writes_one_parsable_line_per_event(backend_url: str) -> None:
-    env = {
-        **os.environ,
-        "WORKPOOL_URL": backend_url,
-        "PYTHONPATH": str(ROOT / "src"),
-        "WORKPOOL_TEST_LOG": os.devnull,
-    }
-    command = ["-m", "workpool", "worker", "tests.integration.process_app:pool"]
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *command,
-        "--log-format",
-        "json",
-        cwd=ROOT,
-        env=env,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        pool = Workpool(backend_url)
-        (handle,) = await pool.enqueue_many([process_app.chore.prepare(1)])
-        assert await handle.result(timeout=30) == 1
-        await pool.aclose()
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(worker.communicate(), 30)
-    documents = [json.loads(line) for line in stderr.decode().splitlines() if line.strip()]
-    events = {doc["event"]: doc for doc in documents if doc.get("run_id") == handle.id}
+    async with worker_ran_a_chore(backend_url, "--log-format", "json") as ran:
+        pass
+    documents = [json.loads(line) for line in ran.stderr.decode().splitlines() if line.strip()]
+    events = {doc["event"]: doc for doc in documents if doc.get("run_id") == ran.run_id}
     assert set(events) == {"started", "completed"}
     assert events["completed"]["outcome"] == "success"
     assert events["completed"]["workflow"] == "chore"
@@ -116,32 +128,11 @@ def scrape(port: int) -> str:
 
 
 async def test_metrics_port_serves_prometheus_metrics(backend_url: str) -> None:
-    env = {
-        **os.environ,
-        "WORKPOOL_URL": backend_url,
-        "PYTHONPATH": str(ROOT / "src"),
-        "WORKPOOL_TEST_LOG": os.devnull,
-    }
     port = free_port()
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *["-m", "workpool", "worker", "tests.integration.process_app:pool"],
-        *["--metrics-port", str(port), "--metrics-host", "127.0.0.1"],
-        cwd=ROOT,
-        env=env,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        pool = Workpool(backend_url)
-        (handle,) = await pool.enqueue_many([process_app.chore.prepare(1)])
-        assert await handle.result(timeout=30) == 1
-        await pool.aclose()
+    options = ("--metrics-port", str(port), "--metrics-host", "127.0.0.1")
+    async with worker_ran_a_chore(backend_url, *options):
         # The server starts before the worker claims: it is up once a run completed.
         text = await asyncio.to_thread(scrape, port)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        _, stderr = await asyncio.wait_for(worker.communicate(), 30)
-    assert worker.returncode == 0, stderr.decode()
     samples = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
         for family in text_string_to_metric_families(text)

@@ -67,6 +67,17 @@ def claim_count(samples: Samples) -> float | None:
     return value(samples, "workpool_backend_operation_seconds_count", operation="claim")
 
 
+async def steal_a_lease(backend_url: str) -> list[str]:
+    """Claim a running run from another connection, a minute on (its lease counted as
+    expired): the worker holding it loses its lease. Returns the ids taken."""
+    thief = await open_backend(backend_url)
+    try:
+        stolen = await thief.claim(["default"], "thief", 1, 600, 5, time.time() + 60)
+    finally:
+        await thief.close()
+    return [run.lease.run_id for run in stolen.runs]
+
+
 async def wait_until(condition: Callable[[], bool], limit: float = 10.0) -> None:
     deadline = time.monotonic() + limit
     while not condition():
@@ -117,12 +128,7 @@ async def test_a_worker_serves_its_metrics(pool: Workpool, backend_url: str) -> 
         # worker's next renewal finds the lease lost and stops the handler.
         hog_handle = await hog.run(None)
         await wait_until(lambda: len(worker._active) == 1)
-        thief = await open_backend(backend_url)
-        try:
-            stolen = await thief.claim(["default"], "thief", 1, 600, 5, time.time() + 60)
-        finally:
-            await thief.close()
-        assert [run.lease.run_id for run in stolen.runs] == [hog_handle.id]
+        assert await steal_a_lease(backend_url) == [hog_handle.id]
         await wait_until(lambda: len(worker._active) == 0)
         assert worker.cron.metrics is metrics
         # The gauges are read every 0.05 s: wait for a read made after the theft.
@@ -180,12 +186,7 @@ async def test_an_outcome_refused_for_a_lost_lease_counts_a_lease_loss(
     handle = await slow.run(None)
     async with worker:
         await wait_until(lambda: len(worker._active) == 1)
-        thief = await open_backend(backend_url)
-        try:
-            stolen = await thief.claim(["default"], "thief", 1, 600, 5, time.time() + 60)
-        finally:
-            await thief.close()
-        assert [run.lease.run_id for run in stolen.runs] == [handle.id]
+        assert await steal_a_lease(backend_url) == [handle.id]
         release.set()
         await wait_until(lambda: len(worker._active) == 0)
     registry = metrics.registry
