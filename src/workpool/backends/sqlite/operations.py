@@ -55,6 +55,7 @@ class Operations:
         self._queries = queries
         self.woken: set[str] = set()
         self._counts: dict[tuple[int, str, str], list[float]] = {}
+        self._queue_settings: dict[str, QueueSettings] = {}
 
     def _execute(self, query: str, /, **parameters: Any) -> sqlite3.Cursor:
         return self._connection.execute(self._queries[query], parameters)
@@ -407,8 +408,13 @@ class Operations:
     # queue settings -----------------------------------------------------------------
 
     def get_queue(self, queue: str) -> QueueSettings:
-        """The queue's settings, or the defaults."""
-        return _settings(queue, self._execute("get_queue", queue=queue).fetchone())
+        """The queue's settings, or the defaults; read once per queue per transaction
+        (a finish batch asks for every run it ends)."""
+        settings = self._queue_settings.get(queue)
+        if settings is None:
+            settings = _settings(queue, self._execute("get_queue", queue=queue).fetchone())
+            self._queue_settings[queue] = settings
+        return settings
 
     def set_queue(
         self,
@@ -430,6 +436,7 @@ class Operations:
         self._execute(
             "set_queue", queue=queue, max_parallelism=after.max_parallelism, paused=after.paused
         )
+        self._queue_settings[queue] = after
         if _capacity(after) > _capacity(before):
             self.woken.add(queue)
         return after
