@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -51,12 +52,16 @@ def free_port() -> int:
 class RedisServer:
     """A redis-server without persistence (``--save "" --appendonly no``) on 127.0.0.1.
 
-    ``start()`` returns once the server answers PING and raises RuntimeError if it
-    exits or stays silent; ``stop()`` terminates it (idempotent). Also a context manager.
+    ``arguments`` are added to the command line (later options win, e.g.
+    ``["--appendonly", "yes", "--dir", folder]``). ``start()`` returns once the server
+    answers PING and raises RuntimeError if it exits or stays silent; ``stop()``
+    terminates it (idempotent), and ``start()`` again restarts it on the same port.
+    Also a context manager.
     """
 
-    def __init__(self, executable: str | None = None) -> None:
+    def __init__(self, executable: str | None = None, *, arguments: Sequence[str] = ()) -> None:
         self.executable = executable or redis_server_executable()
+        self.arguments = list(arguments)
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._process: subprocess.Popen[bytes] | None = None
@@ -78,6 +83,7 @@ class RedisServer:
             "127.0.0.1",
             "--port",
             str(self.port),
+            *self.arguments,
         ]
         try:
             self._process = subprocess.Popen(

@@ -18,6 +18,7 @@ from workpool.backends import open_backend
 from workpool.backends.base import Finish, Lease
 from workpool.errors import BackendUnavailableError, ConfigurationError
 from workpool.stats import Figures, Stats
+from workpool.worker.health import BackendHealth
 from workpool.worker.metrics import TimedBackend, WorkerMetrics
 
 
@@ -93,9 +94,10 @@ async def test_queue_gauges_carry_on_after_a_failed_read(
     url = f"sqlite:///{folder}/pool.db"
     metrics = WorkerMetrics(refresh_every=0.01)
     pool = Workpool(url)
-    task = asyncio.create_task(metrics.watch_queues(pool, ["default"]))
+    health = BackendHealth()
+    task = asyncio.create_task(metrics.watch_queues(pool, ["default"], health))
     try:
-        await wait_for(lambda: any(r.levelno == logging.WARNING for r in caplog.records))
+        await wait_for(lambda: not health.reachable)
         folder.mkdir()
         async with Workpool(url) as producer:
             for number in range(4):
@@ -105,8 +107,9 @@ async def test_queue_gauges_carry_on_after_a_failed_read(
     finally:
         task.cancel()
         await pool.aclose()
-    warning = next(r.getMessage() for r in caplog.records if r.levelno == logging.WARNING)
-    assert warning.startswith("metrics: reading queue stats failed (BackendUnavailableError")
+    assert health.reachable
+    [lost] = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert lost.startswith("backend unreachable (metrics: cannot open SQLite database")
 
 
 async def wait_for(condition: Callable[[], bool], limit: float = 10.0) -> None:

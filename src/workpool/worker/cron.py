@@ -11,6 +11,7 @@ from workpool.backends.base import Backend
 from workpool.client import build_new_run
 from workpool.cron import Cron
 from workpool.definitions import Workflow
+from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
@@ -67,14 +68,17 @@ class CronScheduler:
         """Whether the pool defines any cron trigger."""
         return bool(self._triggers)
 
-    async def run(self, backend: Backend) -> None:
-        """Lead when possible and fire due ticks, until cancelled."""
+    async def run(self, backend: Backend, health: BackendHealth) -> None:
+        """Lead when possible and fire due ticks, until cancelled; a failed step is
+        reported to ``health`` and tried again ``RENEW_SECONDS`` later."""
         while True:
             try:
                 pause = await self.step(backend, self._pool.clock.now())
-            except Exception:
-                logger.exception("cron scheduler failed; retrying in %s s", RENEW_SECONDS)
+            except Exception as error:
+                health.failed("cron", error)
                 pause = RENEW_SECONDS
+            else:
+                health.succeeded()
             await asyncio.sleep(pause)
 
     async def step(self, backend: Backend, now: float) -> float:

@@ -14,6 +14,7 @@ from workpool.definitions import FailureCallback, Workflow
 from workpool.engine.execute import Execution
 from workpool.models import Failure, OnComplete, RunError
 from workpool.worker.active import ActiveRun, ActiveRuns
+from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
@@ -30,7 +31,9 @@ class Finisher:
     """Collects finished attempts and writes whatever has accumulated in one call.
 
     Batching costs no latency: the first outcome is written at once, and outcomes
-    that arrive while a write is in flight go together in the next one.
+    that arrive while a write is in flight go together in the next one. A failed
+    write is reported to ``health`` (the worker's; by default one of its own) and
+    retried.
     """
 
     def __init__(
@@ -42,8 +45,10 @@ class Finisher:
         on_run_requeued: Callable[[], None],
         *,
         metrics: WorkerMetrics | None = None,
+        health: BackendHealth | None = None,
     ) -> None:
         self._backend = backend
+        self._health = health or BackendHealth()
         self._metrics = metrics
         self._on_run_requeued = on_run_requeued
         self._active = active
@@ -87,9 +92,10 @@ class Finisher:
             try:
                 applied = await self._backend.finish(finishes, self._pool.clock.now())
                 break
-            except Exception:
-                logger.exception("finish failed; retrying in %s s", BACKEND_ERROR_PAUSE)
+            except Exception as error:
+                self._health.failed("finisher", error)
                 await asyncio.sleep(BACKEND_ERROR_PAUSE)
+        self._health.succeeded()
         for (entry, finish), written in zip(batch, applied, strict=True):
             self._active.remove(entry)
             self._report(entry, finish, written)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from workpool.backends.base import Backend
 from workpool.stats import MAX_WINDOW, summarize
+from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
@@ -45,15 +46,17 @@ class Housekeeper:
         self._interval = interval.total_seconds()
         self._batch = batch
 
-    async def run(self, backend: Backend) -> None:
+    async def run(self, backend: Backend, health: BackendHealth) -> None:
         """Take a step every interval (the first one interval after start), until
-        cancelled."""
+        cancelled; a failed step is reported to ``health`` and tried at the next one."""
         while True:
             await asyncio.sleep(self._interval)
             try:
                 await self.step(backend, self._pool.clock.now())
-            except Exception:
-                logger.exception("housekeeping failed; trying again in %s s", self._interval)
+            except Exception as error:
+                health.failed("housekeeper", error)
+            else:
+                health.succeeded()
 
     async def step(self, backend: Backend, now: float) -> int | None:
         """Lead if possible, then report and purge; return how many runs were deleted,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     from workpool.app import Workpool
+    from workpool.worker.health import BackendHealth
 
 logger = logging.getLogger("workpool.worker")
 
@@ -189,20 +190,19 @@ class WorkerMetrics:
             self.queue_running.labels(queue).set(figures.running)
             self.queue_suspended.labels(queue).set(figures.suspended)
 
-    async def watch_queues(self, pool: Workpool, queues: Sequence[str]) -> None:
+    async def watch_queues(
+        self, pool: Workpool, queues: Sequence[str], health: BackendHealth
+    ) -> None:
         """Refresh the queue gauges now, then every ``refresh_every`` seconds, until
-        cancelled. A failed read is logged and the gauges keep their last values."""
+        cancelled. A failed read is reported to ``health`` and the gauges keep their
+        last values."""
         while True:
             try:
                 stats = await pool.stats(window=STATS_WINDOW)
             except Exception as error:
-                logger.warning(
-                    "metrics: reading queue stats failed (%s: %s); retrying in %s s",
-                    type(error).__name__,
-                    error,
-                    self.refresh_every,
-                )
+                health.failed("metrics", error)
             else:
+                health.succeeded()
                 self.set_queue_stats(stats, queues)
             await asyncio.sleep(self.refresh_every)
 

@@ -22,6 +22,7 @@ from workpool.errors import UnknownWorkflowError
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
+from workpool.worker.health import BackendHealth, warn_about_settings
 from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
 
@@ -84,6 +85,8 @@ class Worker:
         self.metrics = metrics
         """Prometheus metrics, served from ``run()``; None (the default): no metrics.
         Set it before ``run()`` (``pool.worker()`` does not take it)."""
+        self.health = BackendHealth()
+        """Whether the backend answers, as the side tasks find; logs its outages."""
 
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
@@ -101,23 +104,30 @@ class Worker:
             if queue in self.pool.queue_defaults:
                 limit = self.pool.queue_defaults[queue]
                 await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
+        await warn_about_settings(backend)
         if self.metrics is not None:
             self.metrics.start_server()  # ConfigurationError if the port is taken
             backend = self.metrics.timed(backend)
             self.cron.metrics = self.metrics
         finisher = Finisher(
-            backend, self._active, self.pool, self._env, self._nudged.set, metrics=self.metrics
+            backend,
+            self._active,
+            self.pool,
+            self._env,
+            self._nudged.set,
+            metrics=self.metrics,
+            health=self.health,
         )
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
             asyncio.create_task(finisher.run(), name="finisher"),
-            asyncio.create_task(self.housekeeper.run(backend), name="housekeeper"),
+            asyncio.create_task(self.housekeeper.run(backend, self.health), name="housekeeper"),
         ]
         if self.cron.has_triggers:
-            side_tasks.append(asyncio.create_task(self.cron.run(backend), name="cron"))
+            side_tasks.append(asyncio.create_task(self.cron.run(backend, self.health), name="cron"))
         if self.metrics is not None:
-            watch = self.metrics.watch_queues(self.pool, self.options.queues)
+            watch = self.metrics.watch_queues(self.pool, self.options.queues, self.health)
             side_tasks.append(asyncio.create_task(watch, name="metrics"))
         stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
         logger.info("worker %s started on queues %s", self.id, ",".join(self.options.queues))
@@ -169,10 +179,11 @@ class Worker:
                     self.options.max_lease_losses,
                     now,
                 )
-            except Exception:
-                logger.exception("claim failed; retrying in %s s", BACKEND_ERROR_PAUSE)
+            except Exception as error:
+                self.health.failed("claimer", error)
                 await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
                 continue
+            self.health.succeeded()
             for claimed in result.runs:
                 self._start(claimed, backend, finisher)
             if len(result.runs) < free:
@@ -193,8 +204,8 @@ class Worker:
         The finisher nudges the claimer when it schedules a retry, which may be due
         before the wake-up time the claimer knew of.
 
-        A backend error while waiting is logged and followed by a pause, not raised:
-        the claim loop carries on once the backend is back.
+        A backend error while waiting is reported to ``health`` and followed by a
+        pause, not raised: the claim loop carries on once the backend is back.
         """
         waiter = asyncio.ensure_future(awaitable)
         others = [asyncio.ensure_future(self._stopping.wait())]
@@ -212,7 +223,7 @@ class Worker:
             return
         error = waiter.exception()
         if error is not None:
-            logger.warning("waiting for work failed (%s); pausing %s s", error, BACKEND_ERROR_PAUSE)
+            self.health.failed("claimer", error)
             await asyncio.sleep(BACKEND_ERROR_PAUSE)
 
     def _start(self, claimed: ClaimedRun, backend: Backend, finisher: Finisher) -> None:
@@ -277,9 +288,10 @@ class Worker:
                 result = await backend.renew(
                     leases, self.options.lease.total_seconds(), self.pool.clock.now()
                 )
-            except Exception:
-                logger.exception("lease renewal failed; retrying at the next interval")
+            except Exception as error:
+                self.health.failed("renewer", error)
                 continue
+            self.health.succeeded()
             for run_id in result.lost:
                 lost = self._active.abandon(run_id, reason="lease lost")
                 if lost is not None and self.metrics is not None:

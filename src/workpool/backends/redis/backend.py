@@ -31,7 +31,8 @@ from workpool.backends.base import (
     StepRecord,
     WorkflowInfo,
 )
-from workpool.backends.redis import codec
+from workpool.backends.durability import DurabilityReport
+from workpool.backends.redis import codec, durability
 from workpool.backends.redis.connection import COMMAND_TIMEOUT, NETWORK_ERRORS, CommandLink
 from workpool.backends.redis.keys import Keys, check_prefix
 from workpool.backends.redis.scripts import Scripts
@@ -312,8 +313,11 @@ class RedisBackend:
             return
         signals = [self._keys.signal(queue) for queue in queues]
         seconds = min(timeout, LONGEST_WAIT)
-        # redis-py leaves get_connection unannotated.
-        connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
+        try:  # a pooled connection is checked, or opened, here: that can fail too
+            # redis-py leaves get_connection unannotated.
+            connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
+        except NETWORK_ERRORS as error:
+            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
         # Redis checks BLPOP timeouts only when its event loop wakes (every 100 ms at
         # the default hz), so a timed wake-up (a due timer, retry or scheduled run)
         # would be up to 100 ms late; the deadline is kept here instead.
@@ -337,6 +341,10 @@ class RedisBackend:
                 raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
         finally:
             await self._blocking_pool.release(connection)
+
+    async def check_durability(self) -> DurabilityReport:
+        """Whether the server may evict keys or keeps nothing on disk (``durability``)."""
+        return await durability.check(self._link)
 
     async def close(self) -> None:
         self._closed = True
