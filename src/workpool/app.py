@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -20,12 +22,12 @@ from workpool.backends.base import (
     Enqueued,
     NewRun,
     QueueSettings,
+    WorkerRecord,
     WorkflowInfo,
 )
 from workpool.client import (
     RunHandle,
     build_new_run,
-    check_name,
     new_run_id,
     prepare_run,
     registered_workflow,
@@ -55,6 +57,7 @@ from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal
+from workpool.validation import check_name, check_timedelta
 from workpool.worker import Worker, WorkerOptions
 
 CANCEL_BATCH = 500
@@ -84,6 +87,10 @@ class Workpool:
         retention: how long finished runs (and their steps) are kept before workers
             delete them; None keeps them forever. Give every app sharing a backend
             the same value: whichever worker does the housekeeping applies its own.
+        fail_unserved_after: fail a run (``UnservedWorkflowError``) that has waited
+            this long for a worker that defines its workflow on its queue, while no
+            live worker does; None (the default) lets it wait. Applied by the worker
+            doing the housekeeping, like ``retention``.
     """
 
     def __init__(
@@ -98,21 +105,27 @@ class Workpool:
         clock: Clock | None = None,
         log_level: str | None = None,
         retention: timedelta | None = DEFAULT_RETENTION,
+        fail_unserved_after: timedelta | None = None,
     ) -> None:
         apply_level(log_level)
-        if retention is not None and retention <= timedelta(0):
-            raise ConfigurationError(
-                f"retention must be a positive timedelta or None (keep forever), not {retention}"
-            )
+        if retention is not None:
+            check_timedelta(retention, what="retention (or None: keep forever)", positive=True)
         self.retention = retention
+        if fail_unserved_after is not None:
+            check_timedelta(fail_unserved_after, what="fail_unserved_after", positive=True)
+        self.fail_unserved_after = fail_unserved_after
         self.url = url or os.environ.get("WORKPOOL_URL") or DEFAULT_URL
         _check_url(self.url)
         self.prefix = check_name(prefix, what="prefix")
-        self.app = app
+        self.app = None if app is None else check_name(app, what="app")
         self.retry_by_default = retry_by_default
+        if default_retry is not None and not isinstance(default_retry, RetryPolicy):
+            raise ConfigurationError(f"default_retry must be a RetryPolicy, got {default_retry!r}")
         self.default_retry = default_retry or RetryPolicy()
-        if max_payload_bytes < 1:
-            raise ConfigurationError("max_payload_bytes must be positive")
+        if type(max_payload_bytes) is not int or max_payload_bytes < 1:
+            raise ConfigurationError(
+                f"max_payload_bytes must be a positive whole number, got {max_payload_bytes!r}"
+            )
         self.max_payload_bytes = max_payload_bytes
         self.clock: Clock = clock or SystemClock()
         self._workflows: dict[str, Workflow[Any, Any]] = {}
@@ -124,6 +137,8 @@ class Workpool:
         self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
+        self._registered: tuple[float, frozenset[str]] | None = None
+        """(when read, monotonic; the workflow names of every app's registry)."""
         self._portal: Portal | None = None
         self._portal_lock = threading.Lock()
 
@@ -147,7 +162,8 @@ class Workpool:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
         Args:
-            name: defaults to the function's name; must be unique in the pool.
+            name: defaults to the function's name; must be unique in the pool (a
+                non-empty name of at most 200 printable characters).
             queue: the queue its runs go to unless a run says otherwise.
             retries: True for the pool's default policy, False for one attempt, a
                 RetryPolicy, or None to follow the pool's ``retry_by_default``.
@@ -163,16 +179,22 @@ class Workpool:
             cron: ``Cron`` triggers; one worker of the pool (the leader) starts a run at
                 each tick. A tick is skipped while the workflow is at max_concurrency.
         """
+        if name is not None:
+            check_name(name, what="workflow name")
+        check_name(queue, what="queue name")
 
         def register(handler: Handler[Any, Any]) -> Workflow[Any, Any]:
-            workflow_name = check_name(name or handler.__name__, what="workflow name")
+            workflow_name = name
+            if workflow_name is None:
+                default = getattr(handler, "__name__", None)
+                workflow_name = check_name(default, what="workflow name (give name=...)")
             if workflow_name in self._workflows:
                 raise ConfigurationError(f"a workflow named {workflow_name!r} is already defined")
             definition = Workflow(
                 self,
                 handler,
                 name=workflow_name,
-                queue=check_name(queue, what="queue name"),
+                queue=queue,
                 retries=retries,
                 on_failure=on_failure,
                 max_concurrency=max_concurrency,
@@ -321,9 +343,31 @@ class Workpool:
         """Enqueue a run of a workflow known by name only (defined in another codebase).
 
         Takes the same options as ``Workflow.run``. If the workflow is defined on this
-        pool, its input is validated as ``run`` would.
+        pool, its input is validated as ``run`` would. Otherwise the name must be in the
+        backend's registry (what the workers of every app define), unless the registry
+        is empty: a typo is an ``UnknownWorkflowError`` at once, not a run that waits
+        for a worker forever. The registry's names are cached, so this costs a read
+        only when a name is not among them.
         """
-        return (await self.enqueue_many([prepare_run(self, name, input, **options)]))[0]
+        prepared = prepare_run(self, name, input, **options)
+        if prepared.definition is None:
+            await self._check_registered(prepared.workflow)
+        return (await self.enqueue_many([prepared]))[0]
+
+    async def _check_registered(self, name: str) -> None:
+        if self._registered is not None and name in self._registered[1]:
+            return
+        backend = await self.backend()
+        names = frozenset(info.name for info in await backend.list_workflows())
+        self._registered = (time.monotonic(), names)
+        if names and name not in names:
+            close = difflib.get_close_matches(name, sorted(names), n=3)
+            hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+            raise UnknownWorkflowError(
+                f"no app's workers define a workflow named {name!r}: {hint}the registry "
+                f"knows {', '.join(sorted(names)[:20])}. Deploy the workers that define "
+                "it before the code that enqueues it"
+            )
 
     def handle(self, run_id: str) -> RunHandle[Any]:
         """A handle on an existing run, by id."""
@@ -437,6 +481,28 @@ class Workpool:
                 f"run {run_id} {state}: only a failed or canceled run can be retried"
             )
         return RunHandle(self, result.run_id)
+
+    async def live_workers(self) -> list[WorkerRecord]:
+        """The workers that announced themselves lately: what each serves (its app,
+        queues and workflows), by id."""
+        backend = await self.backend()
+        return await backend.list_workers(self.clock.now())
+
+    async def waiting_reason(self, run: Run) -> str | None:
+        """Why a pending run has not started, if something other than a busy worker
+        holds it: no live worker defines its workflow on its queue, or its queue is
+        paused. None for runs that are not pending."""
+        if run.status not in ("queued", "scheduled"):
+            return None
+        workers = await self.live_workers()
+        if not any(worker.serves(run.queue, run.workflow) for worker in workers):
+            return (
+                f"waiting: no worker defines workflow {run.workflow!r} on queue "
+                f"{run.queue!r} ({len(workers)} live workers)"
+            )
+        if (await self.get_queue(run.queue)).paused:
+            return f"waiting: queue {run.queue!r} is paused"
+        return None
 
     async def list_workflows(self) -> list[RegisteredWorkflow]:
         """The workflows registered by the workers of every app, by name."""

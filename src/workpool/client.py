@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
@@ -20,7 +20,6 @@ from workpool.backends.base import (
 )
 from workpool.definitions import PreparedRun, RunOptions, Workflow
 from workpool.errors import (
-    ConfigurationError,
     CorruptRecordError,
     RunCanceledError,
     RunFailedError,
@@ -41,28 +40,17 @@ from workpool.models import (
 )
 from workpool.options import RateLimit
 from workpool.serialization import check_size, from_json, to_json
+from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
 
 OutputT = TypeVar("OutputT")
 
-MAX_NAME_LENGTH = 200
-
 
 def new_run_id(now: float) -> str:
     """A 32-hex-digit id whose first 12 digits are the creation time in ms (sortable)."""
     return f"{int(now * 1000):012x}{secrets.token_hex(10)}"
-
-
-def check_name(value: str, *, what: str) -> str:
-    """Reject empty, overlong or non-string workflow, queue and key names."""
-    if not value or len(value) > MAX_NAME_LENGTH:
-        raise ConfigurationError(
-            f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters, "
-            f"got {value!r}"
-        )
-    return value
 
 
 class RunHandle(Generic[OutputT]):
@@ -143,10 +131,12 @@ def prepare_run(
     A name defined on ``pool`` is validated like its workflow's ``run``; an unknown
     name (a workflow defined in another codebase) only needs JSON input.
     """
-    definition = target if isinstance(target, Workflow) else pool.workflows.get(target)
+    if isinstance(target, Workflow):
+        return target.prepare(input, **options)
+    name = check_name(target, what="workflow name")
+    definition = pool.workflows.get(name)
     if definition is not None:
         return definition.prepare(input, **options)
-    name = check_name(str(target), what="workflow name")
     return PreparedRun(
         name, to_json(input, what=f"input of workflow {name!r}"), RunOptions(**options)
     )
@@ -162,11 +152,9 @@ def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
     retry = pool.resolve_retry(options.retry, definition.retries if definition else None)
     limit = pool.max_payload_bytes
     check_size(prepared.input_json, what=f"input of workflow {prepared.workflow!r}", limit=limit)
+    ttl = duration_seconds(options.idempotency_ttl, what="idempotency_ttl", positive=True)
     if options.idempotency_key is not None:
-        check_name(options.idempotency_key, what="idempotency_key")
-    ttl = options.idempotency_ttl.total_seconds()
-    if ttl <= 0:
-        raise ConfigurationError(f"idempotency_ttl must be positive, got {options.idempotency_ttl}")
+        check_time(now + ttl, what="idempotency_ttl (the time the key expires)")
     return NewRun(
         id=new_run_id(now),
         workflow=check_name(prepared.workflow, what="workflow name"),
@@ -202,14 +190,11 @@ def _spec(limiter: str, limit: RateLimit) -> RateLimitSpec:
 
 
 def _available_at(options: RunOptions, now: float) -> float:
-    if options.run_at is not None and options.run_after is not None:
-        raise ConfigurationError("give run_at or run_after, not both")
     if options.run_at is not None:
-        return options.run_at.timestamp()
+        return timestamp_of(options.run_at, what="run_at")
     if options.run_after is not None:
-        after = options.run_after
-        seconds = after.total_seconds() if isinstance(after, timedelta) else float(after)
-        return now + seconds
+        seconds = duration_seconds(options.run_after, what="run_after")
+        return check_time(now + seconds, what="run_after (the time the run may start)")
     return now
 
 

@@ -15,6 +15,7 @@ from workpool.cron import Cron
 from workpool.errors import ConfigurationError
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
+from workpool.validation import check_name, duration_seconds, timestamp_of
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
@@ -40,11 +41,34 @@ class RunOptions:
     run_at: datetime | None = None
     run_after: timedelta | float | None = None
     idempotency_key: str | None = None
-    idempotency_ttl: timedelta = timedelta(days=7)
+    idempotency_ttl: timedelta | float = timedelta(days=7)
     queue: str | None = None
     retry: bool | RetryPolicy | None = None
     on_complete: Workflow[Any, Any] | str | None = None
     context: Any = None
+
+    def __post_init__(self) -> None:
+        if self.run_at is not None and self.run_after is not None:
+            raise ConfigurationError("give run_at or run_after, not both")
+        if self.run_at is not None:
+            timestamp_of(self.run_at, what="run_at")
+        if self.run_after is not None:
+            duration_seconds(self.run_after, what="run_after")
+        duration_seconds(self.idempotency_ttl, what="idempotency_ttl", positive=True)
+        if self.idempotency_key is not None:
+            check_name(self.idempotency_key, what="idempotency_key")
+        if self.queue is not None:
+            check_name(self.queue, what="queue name")
+        if self.retry is not None and not isinstance(self.retry, bool | RetryPolicy):
+            raise ConfigurationError(
+                f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
+            )
+        if isinstance(self.on_complete, str):
+            check_name(self.on_complete, what="on_complete workflow name")
+        elif self.on_complete is not None and not isinstance(self.on_complete, Workflow):
+            raise ConfigurationError(
+                f"on_complete must be a workflow or its name, got {self.on_complete!r}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +125,7 @@ class Workflow(Generic[InputT, OutputT]):
                 f"workflow {name!r}: max_concurrency must be a positive integer or None "
                 f"(no limit), got {max_concurrency!r}"
             )
+        _check_options(name, retries, on_failure, concurrency_key, rate_limit)
         if concurrency_key is not None and max_concurrency is None:
             raise ConfigurationError(
                 f"workflow {name!r}: concurrency_key needs a max_concurrency to scope; "
@@ -158,12 +183,7 @@ class Workflow(Generic[InputT, OutputT]):
                 f"workflow {self.name!r}: {what} raised {type(error).__name__}: "
                 f"{error}; it must compute a key from every valid input"
             ) from error
-        if not key or len(key) > 200:
-            raise ConfigurationError(
-                f"workflow {self.name!r}: {what} must give a non-empty key of at "
-                f"most 200 characters, got {key!r}"
-            )
-        return key
+        return check_name(key, what=f"workflow {self.name!r}: the key {what} gave")
 
     async def run(
         self,
@@ -172,7 +192,7 @@ class Workflow(Generic[InputT, OutputT]):
         run_at: datetime | None = None,
         run_after: timedelta | float | None = None,
         idempotency_key: str | None = None,
-        idempotency_ttl: timedelta = timedelta(days=7),
+        idempotency_ttl: timedelta | float = timedelta(days=7),
         queue: str | None = None,
         retry: bool | RetryPolicy | None = None,
         on_complete: Workflow[Any, Any] | str | None = None,
@@ -186,7 +206,7 @@ class Workflow(Generic[InputT, OutputT]):
             run_after: start no earlier than this long from now (seconds or timedelta).
             idempotency_key: a second enqueue with the same key for this workflow
                 within ``idempotency_ttl`` returns the first run's handle.
-            idempotency_ttl: how long the key is remembered.
+            idempotency_ttl: how long the key is remembered (timedelta or seconds).
             queue: the queue to use instead of the workflow's.
             retry: True for the pool's default policy, False for one attempt, or a
                 RetryPolicy; None uses the workflow's ``retries``, else the pool's.
@@ -223,6 +243,36 @@ class Workflow(Generic[InputT, OutputT]):
     def encode_output(self, value: OutputT) -> str:
         """Serialize the handler's return value; PayloadError names its type."""
         return to_json(value, what=f"output of workflow {self.name!r}", adapter=self.output_adapter)
+
+
+def _check_options(
+    name: str,
+    retries: object,
+    on_failure: object,
+    concurrency_key: object,
+    rate_limit: object,
+) -> None:
+    """Refuse a workflow's options of the wrong kind (they would fail at enqueue or run)."""
+    if retries is not None and not isinstance(retries, bool | RetryPolicy):
+        raise ConfigurationError(
+            f"workflow {name!r}: retries must be True, False, a RetryPolicy or None, "
+            f"got {retries!r}"
+        )
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise ConfigurationError(
+            f"workflow {name!r}: rate_limit must be a RateLimit(count, per=...) or None, "
+            f"got {rate_limit!r}"
+        )
+    if on_failure is not None and not (isinstance(on_failure, Workflow) or callable(on_failure)):
+        raise ConfigurationError(
+            f"workflow {name!r}: on_failure must be a workflow, a function taking an "
+            f"OnComplete, or None, got {on_failure!r}"
+        )
+    if concurrency_key is not None and not callable(concurrency_key):
+        raise ConfigurationError(
+            f"workflow {name!r}: concurrency_key must be a function of the run's input "
+            f"(e.g. lambda order: order.customer_id), got {concurrency_key!r}"
+        )
 
 
 def _adapters_for(

@@ -5,6 +5,7 @@
     ├── BackendUnavailableError     the backend cannot be reached
     ├── PayloadError                input or output is not JSON or is too large
     ├── UnknownWorkflowError        no workflow of that name is registered here
+    ├── UnservedWorkflowError       a run waited too long for a worker defining its workflow
     ├── RunNotFoundError            no run with that id
     ├── CorruptRecordError          a stored record cannot be read back
     ├── RunFailedError              RunHandle.result(): the run ended failed
@@ -40,6 +41,11 @@ class PayloadError(WorkpoolError):
 
 class UnknownWorkflowError(WorkpoolError):
     """No workflow of that name is registered with this pool."""
+
+
+class UnservedWorkflowError(WorkpoolError):
+    """Stored on a run failed because no live worker defined its workflow on its queue
+    for ``Workpool(fail_unserved_after=...)``."""
 
 
 class RunNotFoundError(WorkpoolError):

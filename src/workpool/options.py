@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 from workpool.errors import ConfigurationError
+from workpool.validation import LONGEST_WAIT, check_timedelta, duration_seconds
+
+LONGEST_SECONDS = LONGEST_WAIT.total_seconds()
+
+
+def _real(value: object) -> TypeGuard[float]:
+    """A real number, not a bool."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Real)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,14 +36,32 @@ class RetryPolicy:
     """Growth factor of the wait from one attempt to the next."""
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1:
+        if type(self.max_attempts) is not int or self.max_attempts < 1:
             raise ConfigurationError(
-                f"RetryPolicy.max_attempts must be at least 1, got {self.max_attempts}"
+                f"RetryPolicy.max_attempts must be a whole number >= 1, got {self.max_attempts!r}"
             )
-        if self.initial_backoff < timedelta(0):
-            raise ConfigurationError("RetryPolicy.initial_backoff must not be negative")
-        if self.base < 1:
-            raise ConfigurationError(f"RetryPolicy.base must be at least 1, got {self.base}")
+        check_timedelta(self.initial_backoff, what="RetryPolicy.initial_backoff")
+        if not _real(self.base) or not 1 <= self.base < math.inf:
+            raise ConfigurationError(
+                f"RetryPolicy.base must be a finite number >= 1, got {self.base!r}"
+            )
+        if self._longest_wait() > LONGEST_SECONDS:
+            raise ConfigurationError(
+                f"RetryPolicy: the longest wait, before attempt {self.max_attempts}, would be "
+                f"up to {self._longest_wait():.3g} s, over {LONGEST_WAIT.days // 365} years; "
+                "lower max_attempts, initial_backoff or base"
+            )
+
+    def _longest_wait(self) -> float:
+        """Seconds of the longest wait (before the last attempt), jitter included;
+        inf if it overflows."""
+        if self.max_attempts < 2 or self.initial_backoff == timedelta(0):
+            return 0.0
+        try:
+            growth = float(self.base) ** (self.max_attempts - 2)
+        except OverflowError:
+            return math.inf
+        return self.initial_backoff.total_seconds() * growth * 1.5
 
     def to_json(self) -> dict[str, Any]:
         """The policy as stored with a run."""
@@ -44,14 +72,18 @@ class RetryPolicy:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RetryPolicy:
-        """Read back a policy stored by ``to_json``."""
-        return cls(
-            max_attempts=int(data["max_attempts"]),
-            initial_backoff=timedelta(seconds=float(data["initial_backoff"])),
-            base=float(data["base"]),
-        )
+    def from_json(cls, data: Any) -> RetryPolicy:
+        """Read back a policy stored by ``to_json``; ConfigurationError if it is not one."""
+        fields = data if isinstance(data, dict) else {}
+        attempts, backoff, base = (fields.get(name) for name in _RETRY_FIELDS)
+        if type(attempts) is not int or not _real(backoff) or not _real(base):
+            raise ConfigurationError(f"not a stored retry policy: {data!r}")
+        if not 0 <= backoff <= LONGEST_SECONDS:
+            raise ConfigurationError(f"stored retry policy has a bad initial_backoff: {data!r}")
+        return cls(attempts, timedelta(seconds=backoff), base)
 
+
+_RETRY_FIELDS = ("max_attempts", "initial_backoff", "base")
 
 NO_RETRY = RetryPolicy(max_attempts=1)
 """One attempt only: the policy when retries are off."""
@@ -71,9 +103,14 @@ class RateLimit:
     key: Callable[[Any], object] | None = None
 
     def __post_init__(self) -> None:
-        if type(self.count) is not int or self.count < 1 or self.seconds <= 0:
+        try:
+            seconds = duration_seconds(self.per, what="RateLimit per", positive=True)
+        except ConfigurationError:
+            seconds = math.nan
+        if type(self.count) is not int or self.count < 1 or not seconds <= LONGEST_SECONDS:
             raise ConfigurationError(
-                f"RateLimit needs count >= 1 and a positive period, got count={self.count!r} "
+                "RateLimit needs count >= 1 and a positive period (a timedelta or seconds) of "
+                f"at most {LONGEST_WAIT.days // 365} years, got count={self.count!r} "
                 f"per={self.per!r}"
             )
 

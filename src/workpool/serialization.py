@@ -30,12 +30,21 @@ def to_json(value: Any, *, what: str, adapter: TypeAdapter[Any] | None = None) -
             plain = adapter.dump_python(value, mode="json")
         else:
             plain = to_jsonable_python(value)
-        return _ENCODER.encode(plain)
+        text = _ENCODER.encode(plain)
     except (PydanticSerializationError, TypeError, ValueError) as error:
         raise PayloadError(
             f"{what} of type {type(value).__name__} cannot be stored as JSON ({error}); "
             "pass JSON-compatible values (dict, list, str, numbers, pydantic models)"
         ) from error
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise PayloadError(
+                f"{what} holds a lone surrogate ({error.object[error.start]!r}), which UTF-8 "
+                "cannot store: pass valid Unicode text (decode bytes with errors='replace')"
+            ) from None
+    return text
 
 
 def check_size(text: str, *, what: str, limit: int) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 from workpool.backends.base import PairActivity, PairCounters, StatsSnapshot
@@ -26,6 +26,9 @@ class Figures:
 
     pending: int = 0
     """Queued plus scheduled runs."""
+    unserved: int = 0
+    """Pending runs whose workflow no live worker defines on their queue: they wait
+    until a worker that defines it starts (see ``Stats.unserved``)."""
     queued: int = 0
     scheduled: int = 0
     running: int = 0
@@ -55,6 +58,36 @@ class Stats:
     total: Figures
     by_queue: dict[str, Figures] = field(default_factory=dict)
     by_workflow: dict[str, Figures] = field(default_factory=dict)
+    unserved: list[Unserved] = field(default_factory=list)
+    """Each (queue, workflow) with pending runs that no live worker serves."""
+    workers: int = 0
+    """Live workers (each announces what it serves every few seconds)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unserved:
+    """Pending runs of a workflow that no live worker defines on their queue."""
+
+    queue: str
+    workflow: str
+    pending: int
+
+    def describe(self) -> str:
+        """One line for people: why these runs wait."""
+        return (
+            f"{self.pending} run(s) of workflow {self.workflow!r} on queue {self.queue!r} "
+            f"waiting: no worker defines workflow {self.workflow!r} on that queue"
+        )
+
+
+def served_pairs(snapshot: StatsSnapshot) -> set[tuple[str, str]]:
+    """The (queue, workflow) pairs some live worker of the snapshot serves."""
+    return {
+        (queue, workflow)
+        for worker in snapshot.workers
+        for queue in worker.queues
+        for workflow in worker.workflows
+    }
 
 
 def summarize(
@@ -99,7 +132,40 @@ def summarize(
         for name in workflows
     }
     total = _figures(activity, counters, age(queues) if workflow is None else None)
-    return Stats(window=window, total=total, by_queue=by_queue, by_workflow=by_workflow)
+    served = served_pairs(snapshot)
+    unserved = [
+        Unserved(pair.queue, pair.workflow, pair.queued + pair.scheduled)
+        for pair in activity
+        if pair.queued + pair.scheduled and (pair.queue, pair.workflow) not in served
+    ]
+    by_queue = {name: _with_unserved(f, unserved, queue=name) for name, f in by_queue.items()}
+    by_workflow = {
+        name: _with_unserved(f, unserved, workflow=name) for name, f in by_workflow.items()
+    }
+    return Stats(
+        window=window,
+        total=_with_unserved(total, unserved),
+        by_queue=by_queue,
+        by_workflow=by_workflow,
+        unserved=unserved,
+        workers=len(snapshot.workers),
+    )
+
+
+def _with_unserved(
+    figures: Figures,
+    unserved: list[Unserved],
+    *,
+    queue: str | None = None,
+    workflow: str | None = None,
+) -> Figures:
+    count = sum(
+        item.pending
+        for item in unserved
+        if (queue is None or item.queue == queue)
+        and (workflow is None or item.workflow == workflow)
+    )
+    return replace(figures, unserved=count)
 
 
 def _figures(

@@ -233,11 +233,12 @@ def test_workflows_and_queues(seeded: Seeded) -> None:
     assert nightly[4:11] == ["no", "retry", "0", "3", "1", "1", "*"]
 
     listing = succeeded(workpool(seeded.url, "queues"))
-    assert rows(listing) == [
-        ["default", "1", "0", "0", "no", "limit", "no"],
-        ["reports", "1", "0", "0", "no", "limit", "paused"],
-        ["risky", "0", "0", "0", "2", "no"],
+    assert rows(listing) == [  # the worker stopped: no live worker serves what waits
+        ["default", "1", "1", "0", "0", "no", "limit", "no"],
+        ["reports", "1", "1", "0", "0", "no", "limit", "paused"],
+        ["risky", "0", "0", "0", "0", "2", "no"],
     ]
+    assert "waiting: no worker defines workflow 'nightly'" in listing
     # A subcommand takes the group's --url over $WORKPOOL_URL (here unreachable).
     shown = workpool("redis://127.0.0.1:1/0", "queues", "--url", seeded.url, "show", "risky")
     assert succeeded(shown) == "queue risky: max_parallelism=2, running\n"

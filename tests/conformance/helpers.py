@@ -109,9 +109,21 @@ async def claim(
     lease_seconds: float = LEASE_SECONDS,
     max_lease_losses: int = MAX_LEASE_LOSSES,
     worker_id: str = "worker-1",
+    workflows: Sequence[str] | None = None,
+    alone: bool = True,
 ) -> ClaimResult:
-    """Claim with the suite's default lease settings."""
-    return await backend.claim(queues, worker_id, limit, lease_seconds, max_lease_losses, now)
+    """Claim with the suite's default lease settings, as a worker that holds no run (so
+    it may take a run to isolate) and serves every workflow, unless told otherwise."""
+    return await backend.claim(
+        queues,
+        worker_id,
+        limit,
+        lease_seconds,
+        max_lease_losses,
+        now,
+        workflows=workflows,
+        alone=alone,
+    )
 
 
 async def claim_one(backend: Backend, now: float, **options: Any) -> ClaimedRun:

@@ -145,6 +145,7 @@ async def test_claimed_run_carries_the_stored_fields(backend: Backend, clock: Ma
         retry=RETRY,
         created_at=created,
         available_at=created - 7,
+        fence=1,
     )
     assert claimed.lease.run_id == run.id
     assert isinstance(claimed.lease.token, str)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conformance.helpers import BackendFactory, enqueue, new_run
+from tests.conformance.helpers import WORKFLOW, BackendFactory, enqueue, new_run
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
 
@@ -22,7 +22,7 @@ async def _elapsed_until_woken(
     waiter: Backend, enqueuer: Backend, watched: list[str], queue: str, now: float
 ) -> float:
     started = time.monotonic()
-    task = asyncio.create_task(waiter.wait_for_work(watched, LONG_TIMEOUT))
+    task = asyncio.create_task(waiter.wait_for_work(watched, LONG_TIMEOUT, workflows=[WORKFLOW]))
     await asyncio.sleep(0.2)
     await enqueue(enqueuer, new_run(now, queue=queue), now)
     await task
@@ -54,7 +54,7 @@ async def test_enqueue_of_a_scheduled_run_wakes_the_waiter(
 ) -> None:
     other = await backend_factory()
     started = time.monotonic()
-    task = asyncio.create_task(backend.wait_for_work(["jobs"], LONG_TIMEOUT))
+    task = asyncio.create_task(backend.wait_for_work(["jobs"], LONG_TIMEOUT, workflows=[WORKFLOW]))
     await asyncio.sleep(0.2)
     now = clock.now()
 

@@ -72,7 +72,7 @@ async def steal_a_lease(backend_url: str) -> list[str]:
     expired): the worker holding it loses its lease. Returns the ids taken."""
     thief = await open_backend(backend_url)
     try:
-        stolen = await thief.claim(["default"], "thief", 1, 600, 5, time.time() + 60)
+        stolen = await thief.claim(["default"], "thief", 1, 600, 5, time.time() + 60, alone=True)
     finally:
         await thief.close()
     return [run.lease.run_id for run in stolen.runs]

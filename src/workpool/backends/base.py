@@ -13,7 +13,11 @@ round trip.
 
 Time: every time-dependent method takes ``now`` (seconds since the epoch, float) from
 the caller's clock; backends never read the wall clock for run state, so tests drive
-leases and schedules with a manual clock.
+leases and schedules with a manual clock. Every time a write would store (``now``,
+``available_at``, ``retry_at``, ``wake_at``, a step's times, a key's expiry) must be
+storable (``workpool.validation.storable_time``: finite, in years 1 to 9999):
+``enqueue``, ``finish`` and ``save_step`` check every entry before their first write
+and raise ValueError, naming the run and field, writing nothing (``checks.py``).
 
 Run states::
 
@@ -81,7 +85,7 @@ older than it is told.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Literal, Protocol
 
@@ -266,6 +270,26 @@ class PairCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A worker as it announces itself with ``heartbeat``: what it serves, until when."""
+
+    id: str
+    app: str
+    queues: tuple[str, ...]
+    workflows: tuple[str, ...]
+    """The workflows it defines: it claims runs of these only."""
+    started_at: float
+    seen_at: float
+    """Its last heartbeat."""
+    expires_at: float
+    """It counts as gone from then on, unless a heartbeat extends it."""
+
+    def serves(self, queue: str, workflow: str) -> bool:
+        """Whether this worker takes runs of ``workflow`` from ``queue``."""
+        return queue in self.queues and workflow in self.workflows
+
+
+@dataclass(frozen=True, slots=True)
 class StatsSnapshot:
     """What ``get_stats`` returns."""
 
@@ -277,6 +301,8 @@ class StatsSnapshot:
     """Per queue with claimable runs (queued, not waiting at a gate): the smallest
     ``available_at`` among them, so ``now - value`` is how long work has waited for
     a worker."""
+    workers: list[WorkerRecord] = field(default_factory=list)
+    """The live workers (unexpired at ``now``), by id."""
 
 
 RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeeded"]
@@ -315,6 +341,12 @@ class ClaimedRun:
     available_at: float
     has_steps: bool = False
     """Whether the run has saved steps (a replay): the worker then loads them."""
+    fence: int = 0
+    """The run's claim count, this claim included: it grows with every claim of the run,
+    so a handler can fence its own writes with it (a later holder has a larger one)."""
+    isolated: bool = False
+    """The run lost its lease before and runs alone: the worker claims nothing else
+    until it ends (see ``Backend.claim``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +386,10 @@ class ClaimResult:
     any new enqueue: the first scheduled run's ``available_at``, the first suspended
     run's ``wake_at`` or the first lease expiry, whichever is sooner; None when there
     is none."""
+    isolated_since: float | None = None
+    """The earliest ``available_at`` of the runs to isolate of the served workflows in
+    these queues that this claim did not take (None: there are none): a busy worker
+    stops claiming to become free for them when they have waited too long."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -436,8 +472,17 @@ class Backend(Protocol):
         lease_seconds: float,
         max_lease_losses: int,
         now: float,
+        *,
+        workflows: Sequence[str] | None = None,
+        alone: bool = False,
     ) -> ClaimResult:
         """In ONE atomic operation: promote, reap, then claim up to ``limit`` runs.
+
+        ``workflows``: the workflows the worker defines; only their runs are claimed
+        (None: every workflow's). A run of a workflow no claiming worker defines waits
+        queued, untouched: no attempt is used and nobody re-reads it. Finding the
+        oldest claimable runs costs O(len(workflows) + limit) index reads per queue,
+        whatever the depth of the queue.
 
         1. Promote: scheduled runs of these queues with ``available_at <= now``, and
            suspended runs whose ``wake_at <= now``, become ``queued`` (at most a
@@ -447,14 +492,23 @@ class Backend(Protocol):
            else if ``lease_losses >= max_lease_losses``, end ``failed`` with error
            ``{"type": "WorkerLostError", "message": <says the lease was lost N times,
            the worker died or stalled each time, and it will not be retried>,
-           "traceback": null}``; else become ``queued`` again (available now). Both
-           terminal cases fire hooks. At most a bounded batch per call.
-        3. Claim: take up to ``limit`` queued runs, queues in the order given, oldest
-           ``available_at`` first within a queue, and from each queue no more than its
-           ``max_parallelism`` minus its running runs (none if paused), and make each
-           ``running``:
-           ``attempts += 1``, ``started_at = now``, a new lease token, lease expiry
-           ``now + lease_seconds``.
+           "traceback": null}``; else become ``queued`` again (available now), marked
+           to run alone (isolated). Both terminal cases fire hooks. At most a bounded
+           batch per call.
+        3. Claim: if ``alone`` (the worker holds no run) and a run to isolate of the
+           served workflows is claimable, take the oldest such run (queues in the order
+           given) and nothing else. Otherwise take up to ``limit`` queued runs not to
+           isolate, queues in the order given, oldest ``available_at`` first within a
+           queue, and from each queue no more than its ``max_parallelism`` minus its
+           running runs (none if paused). Each taken run becomes ``running``:
+           ``attempts += 1``, ``started_at = now``, a new lease token, its claim count
+           (``fence``) + 1, lease expiry ``now + lease_seconds``.
+
+        Isolation: a run whose worker died (or stalled past its lease) may have been
+        killed by another run the worker held. Running it alone next attributes its
+        next lease loss to it: a poison run reaches ``max_lease_losses`` by itself
+        while the runs that shared its worker run alone once and end normally. Any
+        applied ``finish`` clears the mark.
         """
         ...
 
@@ -556,6 +610,28 @@ class Backend(Protocol):
         """Every registered workflow, by name."""
         ...
 
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+        """Store ``worker``'s record (replacing its last one) and delete the records
+        expired at ``now``, in ONE operation."""
+        ...
+
+    async def remove_worker(self, worker_id: str) -> None:
+        """Delete a worker's record (it stopped); unknown ids change nothing."""
+        ...
+
+    async def list_workers(self, now: float) -> list[WorkerRecord]:
+        """The workers whose record has not expired at ``now``, by id."""
+        ...
+
+    async def fail_unserved(
+        self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
+    ) -> int:
+        """End ``failed`` with ``error`` (JSON text) up to ``limit`` claimable runs of
+        (``queue``, ``workflow``) that became available before ``available_before``,
+        oldest first, in ONE operation (hooks fire, gates admit the next); return how
+        many. The caller decides that no worker serves the pair."""
+        ...
+
     async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         """Take or extend the named lease (e.g. ``"cron"``: one leader among workers).
 
@@ -650,8 +726,11 @@ class Backend(Protocol):
         """
         ...
 
-    async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
-        """Block up to ``timeout`` seconds or until an enqueue to one of ``queues``.
+    async def wait_for_work(
+        self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None
+    ) -> None:
+        """Block up to ``timeout`` seconds or until an enqueue to one of ``queues`` (of one
+        of ``workflows``, if given: a worker is not woken for runs it cannot take).
 
         May return early spuriously; callers claim afterwards anyway. Must not busy
         poll: an idle worker costs the backend at most a few operations per second.

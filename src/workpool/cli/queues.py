@@ -13,7 +13,7 @@ from workpool.app import Workpool
 from workpool.backends.base import QueueSettings
 from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
 from workpool.cli.formatting import jsonable, table
-from workpool.stats import Figures
+from workpool.stats import Figures, Unserved
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +22,8 @@ class QueueRow:
 
     name: str
     pending: int
+    unserved: int
+    """Pending runs of workflows no live worker defines on this queue."""
     running: int
     suspended: int
     max_parallelism: int | None
@@ -38,13 +40,16 @@ def queues(ctx: click.Context, as_json: bool, url: str | None) -> None:
     A queue's pause and max_parallelism apply across every worker. Without a
     subcommand: every queue that has had runs, with its runs pending
     (queued or scheduled), running and suspended now, its max_parallelism and whether
-    it is paused. --json prints {"queues": [...]}.
+    it is paused; then a line for each workflow whose pending runs no live worker
+    defines. --json prints {"queues": [...], "unserved": [...]}.
     """
     if ctx.invoked_subcommand is not None:
         return
-    rows = run_with_pool(url, _queue_rows)
+    rows, unserved = run_with_pool(url, _queue_rows)
     if as_json:
-        echo_json({"queues": [jsonable(row) for row in rows]})
+        echo_json(
+            {"queues": [jsonable(row) for row in rows], "unserved": [jsonable(u) for u in unserved]}
+        )
         return
     out = console()
     if not rows:
@@ -53,27 +58,34 @@ def queues(ctx: click.Context, as_json: bool, url: str | None) -> None:
     grid = table(
         "queue",
         "pending",
+        "unserved",
         "running",
         "suspended",
         "max parallelism",
         "paused",
-        right=("pending", "running", "suspended", "max parallelism"),
+        right=("pending", "unserved", "running", "suspended", "max parallelism"),
     )
     for row in rows:
         grid.add_row(
             Text(row.name),
             str(row.pending),
+            Text(str(row.unserved), style="yellow") if row.unserved else "0",
             str(row.running),
             str(row.suspended),
             "no limit" if row.max_parallelism is None else str(row.max_parallelism),
             Text("paused", style="yellow") if row.paused else "no",
         )
     out.print(grid)
+    if unserved:
+        out.print()
+    for item in unserved:
+        out.print(Text(item.describe(), style="yellow"))
 
 
-async def _queue_rows(pool: Workpool) -> list[QueueRow]:
-    """The queues known to stats, each with its settings."""
-    by_queue: dict[str, Figures] = (await pool.stats(timedelta(minutes=1))).by_queue
+async def _queue_rows(pool: Workpool) -> tuple[list[QueueRow], list[Unserved]]:
+    """The queues known to stats, each with its settings, and the unserved workflows."""
+    stats = await pool.stats(timedelta(minutes=1))
+    by_queue: dict[str, Figures] = stats.by_queue
     rows = []
     for name, figures in by_queue.items():
         settings = await pool.get_queue(name)
@@ -81,13 +93,14 @@ async def _queue_rows(pool: Workpool) -> list[QueueRow]:
             QueueRow(
                 name=name,
                 pending=figures.pending,
+                unserved=figures.unserved,
                 running=figures.running,
                 suspended=figures.suspended,
                 max_parallelism=settings.max_parallelism,
                 paused=settings.paused,
             )
         )
-    return rows
+    return rows, stats.unserved
 
 
 @queues.command()

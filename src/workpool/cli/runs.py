@@ -146,14 +146,19 @@ def show(run_id: str, as_json: bool, url: str | None) -> None:
     then the input and output as indented JSON and the error with its traceback.
     --json prints the run as one JSON object (times in UTC, ISO 8601).
     """
-    run: Run = run_with_pool(url, lambda pool: pool.get_run(run_id))
+    run, waiting = run_with_pool(url, lambda pool: _run_and_reason(pool, run_id))
     if as_json:
-        echo_json(jsonable(run))
+        echo_json({**jsonable(run), "waiting": waiting})
         return
-    _print_run(console(), run, datetime.now(UTC))
+    _print_run(console(), run, datetime.now(UTC), waiting)
 
 
-def _print_run(out: Console, run: Run, now: datetime) -> None:
+async def _run_and_reason(pool: Workpool, run_id: str) -> tuple[Run, str | None]:
+    run = await pool.get_run(run_id)
+    return run, await pool.waiting_reason(run)
+
+
+def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None) -> None:
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
@@ -169,7 +174,10 @@ def _print_run(out: Console, run: Run, now: datetime) -> None:
         ("run", run.id),
         ("workflow", Text(run.workflow)),
         ("queue", Text(run.queue)),
-        ("status", status_text(run.status)),
+        (
+            "status",
+            status_text(run.status) + (Text(f" ({waiting})", style="yellow") if waiting else ""),
+        ),
         ("attempts", str(run.attempts)),
         ("created", full_time(run.created_at, now)),
         ("available", full_time(run.available_at, now)),

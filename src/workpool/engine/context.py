@@ -23,6 +23,10 @@ class RunContext:
     attempt: int
     """This attempt's number, from 1."""
     logger: logging.Logger
+    fencing_token: int = 0
+    """Grows with every claim of the run: a worker that takes the run over after this
+    one lost it has a larger one. Pass it to your own stores to refuse stale writes
+    (e.g. ``UPDATE ... WHERE fence < :token``)."""
     # A plain flag: set by the worker's loop, read by handler threads; assigning and
     # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
     _cancel_requested: bool = field(default=False, repr=False)

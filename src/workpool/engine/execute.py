@@ -16,10 +16,20 @@ from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
 from workpool.engine.steps import LeaseLost, Steps, SuspendRun
-from workpool.errors import CorruptRecordError, NonRetriableError, PayloadError, WorkpoolError
+from workpool.errors import (
+    BackendUnavailableError,
+    CorruptRecordError,
+    NonRetriableError,
+    PayloadError,
+    WorkpoolError,
+)
 from workpool.options import RetryPolicy
 from workpool.retry import backoff_seconds, should_retry
 from workpool.serialization import check_size, error_json
+
+OUTAGE_RETRY_SECONDS = 5.0
+"""A run whose execution failed because the backend was unreachable runs again this
+long after its outcome is written, without using an attempt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +115,10 @@ def _outcome_of_error(
         return permanent_failure(claimed, steps.duplicate)
     if isinstance(error, NonRetriableError):
         return permanent_failure(claimed, error)
+    if isinstance(error, BackendUnavailableError):
+        # The store, not the handler, failed: put the run back without using its attempt.
+        wake_at = env.now() + OUTAGE_RETRY_SECONDS
+        return Finish(claimed.lease, "suspend", wake_at=wake_at)
     if isinstance(error, Exception):
         return _failure(claimed, error, env)
     return _signal_outcome(claimed, error, steps)

@@ -18,18 +18,20 @@ import asyncio
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from workpool.backends.base import Backend, Lease, NewRun, StepKind, StepRecord
-from workpool.client import build_new_run, check_name, prepare_run
-from workpool.definitions import Workflow
+from workpool.client import build_new_run, prepare_run
+from workpool.definitions import RunOptions, Workflow
+from workpool.engine.fencing import LocalLease
 from workpool.errors import (
+    BackendUnavailableError,
     DuplicateStepError,
     NonRetriableError,
     RunCanceledError,
@@ -38,12 +40,17 @@ from workpool.errors import (
 )
 from workpool.models import RunError
 from workpool.serialization import check_size, error_json, from_json, to_json
+from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
 if TYPE_CHECKING:
     from workpool.app import Workpool
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
+OUTAGE_FIRST_PAUSE = 0.05
+OUTAGE_LONGEST_PAUSE = 1.0
+"""Seconds between tries of a step's backend call while the backend is unreachable."""
+T = TypeVar("T")
 
 
 class SuspendRun(BaseException):
@@ -76,6 +83,9 @@ class StepEnvironment:
     """Where sync step functions run."""
     has_steps: bool
     """The run has saved steps: load them before the first step (else start empty)."""
+    local_lease: LocalLease | None = None
+    """The worker's deadline for acting on the run: no step function starts and no step
+    is saved after it (None: unfenced)."""
 
 
 class Steps:
@@ -116,6 +126,8 @@ class Steps:
         retry policy applies). Over ``timeout`` seconds: StepTimeoutError; a sync
         ``fn`` cannot be interrupted and finishes in its thread, unobserved.
         """
+        if timeout is not None:
+            timeout = self._duration(name, "timeout", timeout, positive=True)
         self._use_name(name)
         with self._active():
             saved = (await self._load()).get(name)
@@ -124,6 +136,7 @@ class Steps:
                 return from_json(saved.output)
             attempts = saved.attempts + 1 if saved is not None else 1
             started = self._now()
+            self._check_lease(name)
             try:
                 value = await self._call(name, fn, args, kwargs, timeout)
                 output = to_json(value, what=f"result of step {name!r}")
@@ -163,6 +176,9 @@ class Steps:
         canceled, StepTimeoutError if it did not end within ``timeout`` seconds (it
         then runs on). Canceling this run cancels the child.
         """
+        if timeout is not None:
+            timeout = self._duration(name, "timeout", timeout, positive=True)
+        RunOptions(queue=queue)  # checks the queue name as run() would
         self._use_name(name)
         with self._active():
             saved = (await self._load()).get(name)
@@ -210,6 +226,9 @@ class Steps:
         Enqueued once per run: by default the idempotency key comes from this run's
         id, the step name and the child's name. The child is not canceled with this run.
         """
+        RunOptions(  # checks the options as run() would
+            run_at=run_at, run_after=run_after, queue=queue, idempotency_key=idempotency_key
+        )
         self._use_name(name)
         with self._active():
             saved = (await self._load()).get(name)
@@ -235,12 +254,19 @@ class Steps:
 
         Waits of ``SLEEP_IN_SLOT_UNDER`` seconds or more suspend the run and free its slot.
         """
-        seconds = duration.total_seconds() if isinstance(duration, timedelta) else duration
-        await self._sleep(name, lambda now: now + max(0.0, float(seconds)))
+        seconds = self._duration(name, "duration", duration, positive=False)
+        await self._sleep(name, lambda now: now + max(0.0, seconds))
 
     async def sleep_until(self, name: str, when: datetime) -> None:
         """Wait durably until ``when`` (naive datetimes are local time)."""
-        await self._sleep(name, lambda _: when.timestamp())
+        wake_at = timestamp_of(when, what=f"step {name!r}: when")
+        await self._sleep(name, lambda _: wake_at)
+
+    def _duration(self, name: str, what: str, value: object, *, positive: bool) -> float:
+        """Seconds of a step's duration argument, ending at a time workpool can store."""
+        seconds = duration_seconds(value, what=f"step {name!r}: {what}", positive=positive)
+        check_time(self._now() + max(0.0, seconds), what=f"step {name!r}: the end of its {what}")
+        return seconds
 
     # -- replay state -------------------------------------------------------------------
 
@@ -265,17 +291,44 @@ class Steps:
     async def _load(self) -> dict[str, StepRecord]:
         async with self._loading:
             if self._saved is None:
-                steps = await self._env.backend.get_steps(self._run_id)
+                steps = await self._ride_out(
+                    "load steps", lambda: self._env.backend.get_steps(self._run_id)
+                )
                 self._saved = {step.name: step for step in steps}
         return self._saved
 
     async def _save(self, step: StepRecord, child: NewRun | None = None) -> StepRecord:
-        stored = await self._env.backend.save_step(self._env.lease, step, self._now(), child)
+        stored = await self._ride_out(
+            f"save step {step.name!r}",
+            lambda: self._env.backend.save_step(self._env.lease, step, self._now(), child),
+        )
         if stored is None:
             raise LeaseLost(f"run {self._run_id}: lease lost, step {step.name!r} not saved")
         assert self._saved is not None
         self._saved[step.name] = stored
         return stored
+
+    async def _ride_out(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Call the backend; while it is unreachable, try again (a save is idempotent:
+        it replaces the step, and a child keeps its key) until the local lease would
+        run out. Then the error propagates: an infrastructure failure, which uses no
+        attempt (see ``execute``)."""
+        delay = OUTAGE_FIRST_PAUSE
+        while True:
+            self._check_lease(what)
+            try:
+                return await call()
+            except BackendUnavailableError:
+                lease = self._env.local_lease
+                if lease is None or lease.remaining() <= delay:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, OUTAGE_LONGEST_PAUSE)
+
+    def _check_lease(self, what: str) -> None:
+        lease = self._env.local_lease
+        if lease is not None and not lease.held():
+            raise LeaseLost(f"run {self._run_id}: lease not confirmed in time; did not {what}")
 
     def _use_name(self, name: str) -> None:
         check_name(name, what="step name")

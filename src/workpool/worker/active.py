@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from workpool.backends.base import ClaimedRun, Finish, Lease
 from workpool.engine.context import RunContext
+from workpool.engine.fencing import LocalLease
 
 logger = logging.getLogger("workpool.worker")
 
@@ -23,6 +24,10 @@ class ActiveRun:
     """When the worker started it (the pool clock), for the completed event's duration."""
     abandoned: bool = False
     """Set when the lease is gone or handed back: the run's outcome is not written."""
+    lease: LocalLease | None = None
+    """The local deadline of the run's last confirmed lease (None: not fenced)."""
+    fence_timer: asyncio.TimerHandle | None = None
+    """Interrupts the handler at that deadline unless a renewal moves it first."""
 
     @property
     def run_id(self) -> str:
@@ -68,6 +73,8 @@ class ActiveRuns:
 
     def remove(self, entry: ActiveRun) -> None:
         """Forget a run (outcome written, lost or released)."""
+        if entry.fence_timer is not None:
+            entry.fence_timer.cancel()
         if self._runs.get(entry.run_id) is entry:
             del self._runs[entry.run_id]
             self._slot_freed.set()
@@ -76,6 +83,39 @@ class ActiveRuns:
         """Return once a slot was freed or a run left since the last call."""
         self._slot_freed.clear()
         await self._slot_freed.wait()
+
+    def fence(self, entry: ActiveRun) -> None:
+        """(Re)arm the timer that abandons ``entry`` when its local lease runs out, so a
+        stalled worker stops the run one scheduling delay after it resumes."""
+        if entry.fence_timer is not None:
+            entry.fence_timer.cancel()
+        if entry.lease is None or entry.abandoned:
+            return
+        loop = asyncio.get_running_loop()
+        entry.fence_timer = loop.call_later(
+            max(0.0, entry.lease.remaining()), self._lease_ran_out, entry
+        )
+
+    def confirm(self, run_ids: set[str], sent_at: float, lease_seconds: float) -> None:
+        """A renewal sent at ``sent_at`` (monotonic) kept these runs' leases."""
+        for run_id in run_ids:
+            entry = self._runs.get(run_id)
+            if entry is not None and entry.lease is not None and not entry.abandoned:
+                entry.lease.confirm(sent_at, lease_seconds)
+                self.fence(entry)
+
+    def _lease_ran_out(self, entry: ActiveRun) -> None:
+        if entry.abandoned or self._runs.get(entry.run_id) is not entry:
+            return
+        if entry.task.done():
+            return  # its outcome waits to be written: the finisher checks the lease first
+        logger.warning(
+            "run %s: lease not renewed in time (worker stalled or backend unreachable); "
+            "another worker may take it, so this one stops it",
+            entry.run_id,
+        )
+        entry.ctx.request_cancel()  # a sync handler sees ctx.cancelled
+        self.abandon(entry.run_id, reason="local lease ran out")
 
     def renewable_leases(self) -> list[Lease]:
         """Leases still held, including runs whose outcome waits to be written."""
@@ -93,6 +133,8 @@ class ActiveRuns:
             return None  # already finished: its outcome is on its way or written
         logger.warning("run %s abandoned (%s)", run_id, reason)
         entry.abandoned = True
+        if entry.fence_timer is not None:
+            entry.fence_timer.cancel()
         entry.task.cancel()
         return entry
 

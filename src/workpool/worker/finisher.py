@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from workpool.backends.base import Backend, Finish
 from workpool.definitions import FailureCallback, Workflow
 from workpool.engine.execute import Execution
+from workpool.errors import BackendUnavailableError
 from workpool.models import Failure, OnComplete, RunError
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.health import BackendHealth
@@ -31,9 +32,9 @@ class Finisher:
     """Collects finished attempts and writes whatever has accumulated in one call.
 
     Batching costs no latency: the first outcome is written at once, and outcomes
-    that arrive while a write is in flight go together in the next one. A failed
-    write is reported to ``health`` (the worker's; by default one of its own) and
-    retried.
+    that arrive while a write is in flight go together in the next one. A write that
+    cannot reach the backend is reported to ``health`` (the worker's; by default one
+    of its own) and retried; a batch the backend refuses is written entry by entry.
     """
 
     def __init__(
@@ -86,21 +87,76 @@ class Finisher:
         if self._callbacks:
             await asyncio.gather(*self._callbacks, return_exceptions=True)
 
-    async def _write(self, batch: list[tuple[ActiveRun, Finish]]) -> None:
-        finishes = [finish for _, finish in batch]
+    async def _write(
+        self, batch: list[tuple[ActiveRun, Finish]], *, replacement: bool = False
+    ) -> None:
+        """Write a batch; ``replacement``: it is the failure that replaced a refused outcome."""
         while True:
+            batch = self._fenced(batch)
+            finishes = [finish for _, finish in batch]
+            if not batch:
+                return
             try:
                 applied = await self._backend.finish(finishes, self._pool.clock.now())
                 break
-            except Exception as error:
+            except BackendUnavailableError as error:
                 self._health.failed("finisher", error)
                 await asyncio.sleep(BACKEND_ERROR_PAUSE)
+            except Exception as error:  # the backend answered, refusing a value
+                await self._refused(batch, error, replacement=replacement)
+                return
         self._health.succeeded()
         for (entry, finish), written in zip(batch, applied, strict=True):
             self._active.remove(entry)
             self._report(entry, finish, written)
         if any(finish.status in ("retry", "suspend") for finish in finishes):
             self._on_run_requeued()  # it may be due before the claimer's next wake-up
+
+    async def _refused(
+        self, batch: list[tuple[ActiveRun, Finish]], error: Exception, *, replacement: bool
+    ) -> None:
+        """Write a refused batch entry by entry, so one bad outcome holds up no other. An
+        entry still refused becomes a permanent failure of its run; if that is refused
+        too, it is dropped (its lease expires and the run is retried elsewhere)."""
+        if len(batch) > 1:
+            logger.warning(
+                "the backend refused %d outcomes written together (%s); writing them one by one",
+                len(batch),
+                error,
+            )
+            for item in batch:
+                await self._write([item])
+            return
+        entry, finish = batch[0]
+        if replacement:
+            logger.error(
+                "run %s: its outcome could not be stored, nor its failure (%s); dropped, the "
+                "run is retried once its lease expires",
+                entry.run_id,
+                error,
+            )
+            self._active.remove(entry)
+            return
+        logger.error(
+            "run %s: its outcome could not be stored (%s); failing the run", entry.run_id, error
+        )
+        await self._write([(entry, unstorable(finish, error))], replacement=True)
+
+    def _fenced(self, batch: list[tuple[ActiveRun, Finish]]) -> list[tuple[ActiveRun, Finish]]:
+        """The entries whose local lease still holds; the others are dropped unwritten
+        (another worker may hold the run now: see ``engine/fencing.py``)."""
+        kept = []
+        for entry, finish in batch:
+            if entry.lease is None or entry.lease.held():
+                kept.append((entry, finish))
+                continue
+            logger.warning(
+                "run %s: lease not renewed in time; its outcome is not written", entry.run_id
+            )
+            self._active.remove(entry)
+            if self._metrics is not None:
+                self._metrics.lease_lost(entry.claimed.workflow)
+        return kept
 
     def _report(self, entry: ActiveRun, finish: Finish, written: bool) -> None:
         if not written:
@@ -160,3 +216,19 @@ class Finisher:
                 await loop.run_in_executor(self._env.threads, callback, event)
         except Exception:
             logger.exception("on_failure callback of run %s raised", event.run_id)
+
+
+def unstorable(finish: Finish, problem: Exception) -> Finish:
+    """The permanent failure that replaces an outcome the backend refuses to store; it
+    keeps the attempt's own error, if any, in its message and traceback."""
+    message = f"the worker could not store this outcome ({finish.status}): {problem}"
+    traceback = None
+    if finish.error is not None:
+        try:
+            attempt = RunError.model_validate_json(finish.error)
+        except ValueError:
+            attempt = RunError(type="UnknownError", message=finish.error)
+        message += f"; the attempt failed with {attempt.type}: {attempt.message}"
+        traceback = attempt.traceback
+    error = {"type": "OutcomeNotStoredError", "message": message, "traceback": traceback}
+    return Finish(finish.lease, "failed", error=json.dumps(error))

@@ -10,12 +10,14 @@ lease runs out and another worker takes over.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from workpool.backends.base import Backend
-from workpool.stats import MAX_WINDOW, summarize
+from workpool.stats import MAX_WINDOW, Stats, Unserved, summarize
 from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
@@ -45,6 +47,8 @@ class Housekeeper:
         self._holder = holder
         self._interval = interval.total_seconds()
         self._batch = batch
+        self._unserved_since: dict[tuple[str, str], float] = {}
+        """When this leader first saw each pair unserved (pool clock)."""
 
     async def run(self, backend: Backend, health: BackendHealth) -> None:
         """Take a step every interval (the first one interval after start), until
@@ -64,16 +68,29 @@ class Housekeeper:
         lease = max(2 * self._interval, 1.0)
         if not await backend.acquire_lease(LEASE_NAME, self._holder, lease, now):
             return None
-        await self._report(backend, now)
-        return await self._purge(backend, now)
-
-    async def _report(self, backend: Backend, now: float) -> None:
-        """Log the last whole minute's outcomes and the backlog now."""
-        if not logger.isEnabledFor(logging.INFO):
-            return
         minute = now // 60 * 60
         snapshot = await backend.get_stats(minute - 60, minute - 1)
-        figures = summarize(snapshot, now, timedelta(minutes=1)).total
+        workers = await backend.list_workers(now)  # live now, not a minute ago
+        stats = summarize(replace(snapshot, workers=workers), now, timedelta(minutes=1))
+        self._report(stats)
+        await self._fail_unserved(backend, stats.unserved, now)
+        return await self._purge(backend, now)
+
+    def _report(self, stats: Stats) -> None:
+        """Log the last whole minute's outcomes and the backlog now, and a warning
+        naming the workflows whose runs no live worker serves."""
+        if stats.unserved:
+            logger.warning(
+                "runs wait for workflows no live worker defines: %s",
+                "; ".join(item.describe() for item in stats.unserved),
+                extra={
+                    "event": "unserved",
+                    "unserved": [f"{item.queue}/{item.workflow}" for item in stats.unserved],
+                },
+            )
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        figures = stats.total
         fields = {
             "completed": figures.completed,
             "succeeded": figures.succeeded,
@@ -82,6 +99,7 @@ class Housekeeper:
             "canceled": figures.canceled,
             "running": figures.running,
             "backlog": figures.pending,
+            "unserved": figures.unserved,
             "failure_rate": round(figures.error_rate or 0.0, 4),
             "permanent_failure_rate": round(figures.permanent_failure_rate or 0.0, 4),
         }
@@ -90,6 +108,43 @@ class Housekeeper:
             " ".join(f"{name}={value}" for name, value in fields.items()),
             extra={"event": "report", **fields},
         )
+
+    async def _fail_unserved(self, backend: Backend, unserved: list[Unserved], now: float) -> None:
+        """With ``fail_unserved_after``: fail the runs of pairs no live worker has
+        served for that long (as seen by this leader) that waited that long."""
+        after = self._pool.fail_unserved_after
+        pairs = {(item.queue, item.workflow) for item in unserved}
+        self._unserved_since = {
+            pair: self._unserved_since.get(pair, now) for pair in pairs
+        }  # a pair served again starts over
+        if after is None:
+            return
+        limit = after.total_seconds()
+        for (queue, workflow), since in self._unserved_since.items():
+            if now - since < limit:
+                continue
+            error = json.dumps(
+                {
+                    "type": "UnservedWorkflowError",
+                    "message": (
+                        f"no worker defined workflow {workflow!r} on queue {queue!r} for "
+                        f"{after} (fail_unserved_after); deploy a worker that defines it "
+                        "and retry the run"
+                    ),
+                    "traceback": None,
+                }
+            )
+            failed = self._batch
+            while failed == self._batch:
+                failed = await backend.fail_unserved(
+                    queue, workflow, now - limit, self._batch, error, now
+                )
+            logger.warning(
+                "failed the runs of workflow %r on queue %r that waited over %s for a worker",
+                workflow,
+                queue,
+                after,
+            )
 
     async def _purge(self, backend: Backend, now: float) -> int:
         """Delete finished runs past the retention, a batch per transaction."""

@@ -275,11 +275,21 @@ class TimedBackend:
         lease_seconds: float,
         max_lease_losses: int,
         now: float,
+        *,
+        workflows: Sequence[str] | None = None,
+        alone: bool = False,
     ) -> ClaimResult:
-        return await self._timed(
-            "claim",
-            self.wrapped.claim(queues, worker_id, limit, lease_seconds, max_lease_losses, now),
+        claim = self.wrapped.claim(
+            queues,
+            worker_id,
+            limit,
+            lease_seconds,
+            max_lease_losses,
+            now,
+            workflows=workflows,
+            alone=alone,
         )
+        return await self._timed("claim", claim)
 
     async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
         return await self._timed("renew", self.wrapped.renew(leases, lease_seconds, now))

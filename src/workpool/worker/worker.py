@@ -8,17 +8,18 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from workpool.backends.base import Backend, ClaimedRun, Finish
+from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
 from workpool.engine.context import RunContext
-from workpool.engine.execute import Execution, execute, permanent_failure
+from workpool.engine.execute import Execution, execute
+from workpool.engine.fencing import LocalLease
 from workpool.engine.steps import StepEnvironment, Steps
-from workpool.errors import UnknownWorkflowError
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -34,6 +35,12 @@ logger = logging.getLogger("workpool.worker")
 
 BACKEND_ERROR_PAUSE = 1.0
 """Seconds a side task waits after a backend error before trying again."""
+
+HEARTBEAT_EVERY = 10.0
+"""Seconds between a worker's heartbeats (its record: what it serves)."""
+HEARTBEAT_LIFETIME = 3 * HEARTBEAT_EVERY
+"""Seconds a worker counts as live after its last heartbeat (a killed worker's runs
+count as unserved this long after it died, unless another worker serves them)."""
 
 REGISTRY_GRACE = 30.0
 """Seconds a registry record must be old before a worker of its app may remove it:
@@ -85,6 +92,11 @@ class Worker:
         self.metrics = metrics
         """Prometheus metrics, served from ``run()``; None (the default): no metrics.
         Set it before ``run()`` (``pool.worker()`` does not take it)."""
+        self._served = tuple(pool.workflows)
+        """The workflows it defines: the only ones whose runs it claims."""
+        self._started_at = pool.clock.now()
+        self._make_room_for_isolated = False
+        """Claim nothing until no run is held: one runs alone, or one waits to."""
         self.health = BackendHealth()
         """Whether the backend answers, as the side tasks find; logs its outages."""
 
@@ -105,6 +117,7 @@ class Worker:
                 limit = self.pool.queue_defaults[queue]
                 await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
         await warn_about_settings(backend)
+        await self._heartbeat(backend)  # serves its workflows from now on
         if self.metrics is not None:
             self.metrics.start_server()  # ConfigurationError if the port is taken
             backend = self.metrics.timed(backend)
@@ -121,6 +134,7 @@ class Worker:
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
+            asyncio.create_task(self._heartbeat_loop(backend), name="heartbeat"),
             asyncio.create_task(finisher.run(), name="finisher"),
             asyncio.create_task(self.housekeeper.run(backend, self.health), name="housekeeper"),
         ]
@@ -162,14 +176,16 @@ class Worker:
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
         while not self._stopping.is_set():
             concurrency = self.options.concurrency
+            alone = len(self._active) == 0
             free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
-            if free <= 0:
+            if free <= 0 or (self._make_room_for_isolated and not alone):
                 # A nudge (a retry or resume became due) cannot be acted on until a
                 # slot frees: waiting for the nudge too would turn this loop busily.
                 await self._until_stopping(self._active.wait_for_free_slot(), on_nudge=False)
                 continue
             now = self.pool.clock.now()
             self._nudged.clear()
+            sent_at = time.monotonic()
             try:
                 result = await backend.claim(
                     self.options.queues,
@@ -178,18 +194,33 @@ class Worker:
                     self.options.lease.total_seconds(),
                     self.options.max_lease_losses,
                     now,
+                    workflows=self._served,
+                    alone=alone,
                 )
             except Exception as error:
                 self.health.failed("claimer", error)
                 await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
                 continue
             self.health.succeeded()
+            self._make_room_for_isolated = self._should_make_room(result, alone, now)
             for claimed in result.runs:
-                self._start(claimed, backend, finisher)
-            if len(result.runs) < free:
-                await self._until_stopping(
-                    backend.wait_for_work(self.options.queues, self._idle_wait(result.next_wake_at))
+                self._start(claimed, backend, finisher, sent_at)
+            if len(result.runs) < free and not self._make_room_for_isolated:
+                wait = backend.wait_for_work(
+                    self.options.queues,
+                    self._idle_wait(result.next_wake_at),
+                    workflows=self._served,
                 )
+                await self._until_stopping(wait)
+
+    def _should_make_room(self, result: ClaimResult, alone: bool, now: float) -> bool:
+        """Whether to stop claiming until this worker holds nothing, so it can take a
+        run to isolate: one took (it runs alone), or one has waited longer than a
+        lease for a worker that holds nothing."""
+        if any(claimed.isolated for claimed in result.runs):
+            return True
+        waited = None if result.isolated_since is None else now - result.isolated_since
+        return not alone and waited is not None and waited >= self.options.lease.total_seconds()
 
     def _idle_wait(self, next_wake_at: float | None) -> float:
         longest = self.options.max_idle_wait.total_seconds()
@@ -226,23 +257,37 @@ class Worker:
             self.health.failed("claimer", error)
             await asyncio.sleep(BACKEND_ERROR_PAUSE)
 
-    def _start(self, claimed: ClaimedRun, backend: Backend, finisher: Finisher) -> None:
+    def _start(
+        self, claimed: ClaimedRun, backend: Backend, finisher: Finisher, sent_at: float
+    ) -> None:
         ctx = RunContext(
             run_id=claimed.lease.run_id,
             workflow=claimed.workflow,
             queue=claimed.queue,
             attempt=claimed.attempt,
             logger=logging.getLogger(f"workpool.run.{claimed.workflow}"),
+            fencing_token=claimed.fence,
         )
-        workflow = self.pool.workflows.get(claimed.workflow)
-        if workflow is not None and workflow.is_async:
+        lease = LocalLease(sent_at + self.options.lease.total_seconds())
+        workflow = self.pool.workflows[claimed.workflow]  # the claim took served ones only
+        if workflow.is_async:
             ctx._steps = Steps(
-                StepEnvironment(self.pool, backend, claimed.lease, self._threads, claimed.has_steps)
+                StepEnvironment(
+                    self.pool, backend, claimed.lease, self._threads, claimed.has_steps, lease
+                )
             )
-        task = asyncio.create_task(self._execute(claimed, ctx), name=f"run {claimed.lease.run_id}")
+        task = asyncio.create_task(execute(workflow, claimed, ctx, self._env))
+        task.set_name(f"run {claimed.lease.run_id}")
         now = self.pool.clock.now()
-        entry = ActiveRun(claimed, ctx, task, started_at=now)
+        entry = ActiveRun(claimed, ctx, task, started_at=now, lease=lease)
         self._active.add(entry)
+        self._active.fence(entry)
+        if claimed.isolated:
+            logger.warning(
+                "run %s runs alone: it lost its lease before (its worker died or stalled), "
+                "so this worker takes nothing else until it ends",
+                claimed.lease.run_id,
+            )
         task.add_done_callback(lambda done: finisher.handler_done(entry, done))
         if self.metrics is not None:
             self.metrics.run_started(claimed, max(0.0, now - claimed.available_at))
@@ -265,18 +310,6 @@ class Worker:
                 },
             )
 
-    async def _execute(self, claimed: ClaimedRun, ctx: RunContext) -> Finish:
-        workflow = self.pool.workflows.get(claimed.workflow)
-        if workflow is None:
-            return permanent_failure(
-                claimed,
-                UnknownWorkflowError(
-                    f"no workflow named {claimed.workflow!r} is registered in worker {self.id}; "
-                    "define it in the module the worker loads, or route it to another queue"
-                ),
-            )
-        return await execute(workflow, claimed, ctx, self._env)
-
     async def _renew_loop(self, backend: Backend) -> None:
         interval = self.options.renew_every.total_seconds()
         while True:
@@ -284,20 +317,47 @@ class Worker:
             leases = self._active.renewable_leases()
             if not leases:
                 continue
+            lease_seconds = self.options.lease.total_seconds()
+            sent_at = time.monotonic()
             try:
-                result = await backend.renew(
-                    leases, self.options.lease.total_seconds(), self.pool.clock.now()
-                )
+                result = await backend.renew(leases, lease_seconds, self.pool.clock.now())
             except Exception as error:
                 self.health.failed("renewer", error)
                 continue
             self.health.succeeded()
+            kept = {lease.run_id for lease in leases} - result.lost
+            self._active.confirm(kept, sent_at, lease_seconds)
             for run_id in result.lost:
                 lost = self._active.abandon(run_id, reason="lease lost")
                 if lost is not None and self.metrics is not None:
                     self.metrics.lease_lost(lost.claimed.workflow)
             for run_id in result.cancel_requested:
                 self._active.request_cancel(run_id)
+
+    async def _heartbeat_loop(self, backend: Backend) -> None:
+        """Tell the backend every ``HEARTBEAT_EVERY`` which workflows this worker serves
+        (what ``stats`` and ``workpool queues`` call served)."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_EVERY)
+            try:
+                await self._heartbeat(backend)
+            except Exception as error:
+                self.health.failed("heartbeat", error)
+                continue
+            self.health.succeeded()
+
+    async def _heartbeat(self, backend: Backend) -> None:
+        now = self.pool.clock.now()
+        record = WorkerRecord(
+            id=self.id,
+            app=self.pool.app or "",
+            queues=self.options.queues,
+            workflows=self._served,
+            started_at=self._started_at,
+            seen_at=now,
+            expires_at=now + HEARTBEAT_LIFETIME,
+        )
+        await backend.heartbeat(record, now)
 
     async def _shutdown(
         self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]
@@ -319,5 +379,9 @@ class Worker:
         for task in side_tasks:
             task.cancel()
         await asyncio.gather(*side_tasks, return_exceptions=True)
+        try:
+            await backend.remove_worker(self.id)
+        except Exception as error:
+            self.health.failed("shutdown", error)  # its record expires by itself
         self._threads.shutdown(wait=False, cancel_futures=True)
         logger.info("worker %s stopped", self.id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, cast
 
 import pytest
@@ -153,15 +154,29 @@ async def test_cancel_many_progresses_past_cancel_requested_runs(
 
 
 async def test_a_cancelled_wait_leaves_the_backend_usable(redis_backend: RedisBackend) -> None:
-    waiting = asyncio.create_task(redis_backend.wait_for_work(["q"], 30))
+    waiting = asyncio.create_task(redis_backend.wait_for_work(["q"], 30, workflows=["wf"]))
     await asyncio.sleep(0.05)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    woken = asyncio.create_task(redis_backend.wait_for_work(["q"], 30))
+    woken = asyncio.create_task(redis_backend.wait_for_work(["q"], 30, workflows=["wf"]))
     await asyncio.sleep(0.05)
     await redis_backend.enqueue([a_run("wake")], NOW)
     await asyncio.wait_for(woken, timeout=5)
+
+
+async def test_a_wait_is_woken_by_runs_of_its_workflows_only(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    waiting = asyncio.create_task(redis_backend.wait_for_work(["q"], 30, workflows=["a"]))
+    await asyncio.sleep(0.05)  # blocked on its pairs' signal lists
+    await redis_backend.enqueue([replace(a_run("of-b"), workflow="b")], NOW)
+    done, _ = await asyncio.wait({waiting}, timeout=1)
+    assert not done
+    assert await raw.llen(keys.signal("q", "b")) == 1  # b's token waits for b's workers
+    await redis_backend.enqueue([replace(a_run("of-a"), workflow="a")], NOW)
+    await asyncio.wait_for(waiting, timeout=5)
+    assert await raw.llen(keys.signal("q", "a")) == 0  # the wait took a's token
 
 
 async def test_unreadable_record_names_run_and_field(
@@ -179,7 +194,7 @@ async def test_unreadable_record_names_run_and_field(
 
 async def test_close_ends_a_pending_wait_quietly(backend_url: str) -> None:
     backend = await RedisBackend.open(backend_url, prefix="closing")
-    waiting = asyncio.create_task(backend.wait_for_work(["q"], 30))
+    waiting = asyncio.create_task(backend.wait_for_work(["q"], 30, workflows=["wf"]))
     await asyncio.sleep(0.05)
     await backend.close()
     await asyncio.wait_for(waiting, timeout=5)

@@ -131,7 +131,7 @@ class Costs:
         self.steps: dict[str, int] = {}
 
     async def measure(self, step: str, operation: Awaitable[Any]) -> Any:
-        await self.raw.delete(self.keys.signal(self.queue))  # no wake-up token left
+        await self.raw.delete(self.keys.signal(self.queue, "wf"))  # no wake-up token left
         result, self.steps[step] = await commands_run(self.raw, operation)
         return result
 
@@ -190,16 +190,24 @@ async def test_a_run_costs_few_commands_inside_the_scripts(
     """Each status change moves the run between two list indexes (ZREM, ZADD; a new run
     only ZADDs) and a terminal one joins the finished set; counters cost one HINCRBY
     per counter and (queue, workflow) per script call, not per run (a finish batch of
-    one pair: 3, whatever its size). A gated claim costs what an ungated one does.
-    Queue settings cost nothing per run: claim and finish read them once per queue per
-    call (one HMGET; a limited queue adds ZCARDs of its leases and 'ready' sets, see
-    test_redis_queues.py), so a run in a limited queue costs what an unlimited one
-    does. Before listing and counters: enqueue 4, claim 3, finish 5; gated: enqueue 7,
-    waits 5, claim 3, hands its place on 11, claim again 3, finish 8."""
+    one pair: 3, whatever its size). A claimable run is in its pair's ready set, and the
+    queue's heads keep each pair's lowest score: adding a run costs one ZADD LT of the
+    heads, taking runs costs one ZRANGE and ZADD/ZREM of the heads per pair per call, not
+    per run. Waking a pair (LLEN, RPUSH of its signal list) is once per pair per call. A
+    gated claim costs what an ungated one does. Queue settings cost nothing per run:
+    claim and finish read them once per queue per call (one HMGET; a limited queue adds
+    a ZCARD of its leases and a ZRANGE of its heads, see test_redis_queues.py), so a run
+    in a limited queue costs what an unlimited one does. Before listing and counters:
+    enqueue 4, claim 3, finish 5; gated: enqueue 7, waits 5, claim 3, hands its place on
+    11, claim again 3, finish 8. Before ready sets per pair: enqueue 5, claim 5; gated:
+    enqueue 8, hands its place on 14, claim 5."""
     await warm_up_the_minute(redis_backend)
     plain = {
-        "enqueue": 5,  # EXISTS, HSET, ZADD ready, ZADD cancelable, ZADD list
-        "claim": 5,  # HMGET, HSET, ZREM list, ZADD list, ZADD leases
+        # EXISTS, HSET, ZADD list, ZADD cancelable, ZADD ready, ZADD heads LT
+        "enqueue": 6,
+        # ZREM ready (found by one ZRANGEBYSCORE per call), HMGET, HSET, ZREM list, ZADD
+        # list, ZADD leases
+        "claim": 6,
         # HMGET, HSET, ZREM list, ZADD list, ZADD finished, HDEL, ZREM leases, ZREM
         # cancelable (the counters' HINCRBYs are per call)
         "finish": 8,
@@ -207,12 +215,15 @@ async def test_a_run_costs_few_commands_inside_the_scripts(
     assert await costs_per_run(redis_backend, raw, keys, gated=False) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=False, limited=True) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=True) == {
-        "enqueue": 8,  # + HGET of the gate's count, ZCARD of its waiting set, HSET count
+        # + HGET of the gate's count, ZCARD of its waiting set, HGET isolate (a run that
+        # lost its lease goes back to its gate; a new one has none), HSET count
+        "enqueue": 10,
         "enqueue, waits": 6,  # EXISTS, HGET count, HSET, ZADD list, ZADD cancelable, ZADD waiting
-        "claim": 5,
-        # + HGET count, ZPOPMIN of one waiting run, HGET its queue, HSET admitted, ZADD
-        # ready, LLEN of the queue's signal list (the count does not change)
-        "finish, hands its place on": 14,
-        "claim again": 5,
+        "claim": 6,
+        # finish's 8 + HGET count, ZPOPMIN of one waiting run, HMGET its queue and
+        # workflow, HSET admitted, HGET isolate, ZADD ready, ZADD heads LT (the count does
+        # not change; the pair is woken once per call)
+        "finish, hands its place on": 15,
+        "claim again": 6,
         "finish": 11,  # + HGET count, ZPOPMIN finding nobody waiting, HSET count
     }

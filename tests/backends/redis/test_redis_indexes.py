@@ -1,9 +1,12 @@
 """After any mix of operations, every Redis index agrees with the runs' statuses, and
-every gate with its runs: a queued gated run is in exactly one of its queue's 'ready' set
-(admitted) or its gate's waiting set, each gate's count is its admitted runs (queued in
-'ready' or running), and no gate admits more than its limit. Every run is in exactly the
-list index of its (queue, workflow, status), terminal runs (only they) are in the
-finished set, and a purge of every terminal run leaves no key or entry naming one."""
+every gate with its runs: a queued claimable run is in exactly its (queue, workflow)
+pair's ready set, scored by its available_at (less 1e12 for a run to isolate), and each
+queue's heads hold exactly the lowest score of each non-empty ready set of the queue. A
+queued gated run is in exactly one of its pair's ready set (admitted) or its gate's
+waiting set, each gate's count is its admitted runs (queued and ready, or running), and
+no gate admits more than its limit. Every run is in exactly the list index of its
+(queue, workflow, status), terminal runs (only they) are in the finished set, and a
+purge of every terminal run leaves no key or entry naming one."""
 
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ from workpool.backends.redis.keys import Keys, gate_id, pair
 QUEUES = ("default", "slow:lane")
 WORKFLOWS = ("send_email", "send:sms")
 NOW = 1_700_000_000.123456
+ISOLATED_OFFSET = 1e12
+"""A run to isolate is scored ``available_at - ISOLATED_OFFSET`` (lua/library/ready.lua)."""
 GATED_QUEUES = ("gated", "gated:two")
 GATES = (
     # (workflow, concurrency key, limit): names with ':' must not merge gates.
@@ -85,6 +90,12 @@ async def mixed_history(backend: RedisBackend) -> set[str]:
     await backend.enqueue(later, NOW + 200)
     last = (await backend.claim(QUEUES, "worker-d", 2, 10, 2, NOW + 200)).runs
     await backend.cancel(last[0].lease.run_id, None, NOW + 200)
+    # A worker that holds nothing and serves one workflow takes a reaped run, alone.
+    served = [WORKFLOWS[0]]
+    alone = await backend.claim(
+        QUEUES, "worker-e", 5, 300, 2, NOW + 200, workflows=served, alone=True
+    )
+    assert [(run.workflow, run.isolated) for run in alone.runs] == [(WORKFLOWS[0], True)]
     timers = await steps_history(backend, NOW + 300)
     timers |= await gates_history(backend, NOW + 400)
     await queues_history(backend, NOW + 2000)
@@ -333,31 +344,72 @@ async def members(raw: Redis, key: str) -> set[str]:
     return set(cast(list[str], await raw.zrange(key, 0, -1)))
 
 
+def queue_index_of(keys: Keys, run_id: str, run: dict[str, str], timers: set[str]) -> str | None:
+    """The one queue index a run belongs in, if any. ``timers``: the suspended runs that
+    have a timer (the only suspended runs in one). A queued gated run that is not
+    admitted belongs in its gate's waiting set, not in its pair's ready set."""
+    queue, status = run["queue"], run["status"]
+    if status == "queued" and "gate" in run and run.get("admitted") != "1":
+        return keys.gate_waiting(run["gate"])
+    if status == "queued":
+        return keys.ready(queue, run["workflow"])
+    if status == "scheduled" or (status == "suspended" and run_id in timers):
+        return keys.scheduled(queue)
+    if status == "running":
+        return keys.leases(queue)
+    return None
+
+
 async def expected_and_actual_indexes(
     raw: Redis, keys: Keys, runs: dict[str, dict[str, str]], timers: set[str]
 ) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
-    """The members each index should have and has. ``timers``: the suspended runs that
-    have a timer (the only suspended runs in an index besides 'cancelable'). A queued
-    gated run that is not admitted belongs in its gate's waiting set, not in 'ready'."""
+    """The members each index should have and has (see ``queue_index_of``; active runs
+    without a cancel request are also in their workflow's 'cancelable' set). Every
+    ready set that exists is among the expected ones."""
     expected: dict[str, set[str]] = {}
     for queue in {run["queue"] for run in runs.values()}:
-        for name in ("ready", "scheduled", "leases"):
-            expected[getattr(keys, name)(queue)] = set()
+        expected[keys.scheduled(queue)] = set()
+        expected[keys.leases(queue)] = set()
+    for queue, workflow in {(run["queue"], run["workflow"]) for run in runs.values()}:
+        expected[keys.ready(queue, workflow)] = set()
     for workflow in {run["workflow"] for run in runs.values()}:
         expected[keys.workflow_cancelable(workflow)] = set()
-    for gate in {run["gate"] for run in runs.values() if "gate" in run}:
+    for gate in gates_of(runs):
         expected[keys.gate_waiting(gate)] = set()
-    index_of_status = {"queued": keys.ready, "scheduled": keys.scheduled, "running": keys.leases}
     for run_id, run in runs.items():
-        if run["status"] == "suspended" and run_id in timers:
-            expected[keys.scheduled(run["queue"])].add(run_id)
-        if run["status"] == "queued" and "gate" in run and run.get("admitted") != "1":
-            expected[keys.gate_waiting(run["gate"])].add(run_id)
-        elif run["status"] in index_of_status:
-            expected[index_of_status[run["status"]](run["queue"])].add(run_id)
+        index = queue_index_of(keys, run_id, run, timers)
+        if index is not None:
+            expected[index].add(run_id)
         if run["status"] in ACTIVE_STATES and run["cancel_requested"] != "1":
             expected[keys.workflow_cancelable(run["workflow"])].add(run_id)
-    actual = {key: await members(raw, key) for key in expected}
+    ready_keys = {key async for key in raw.scan_iter(match=f"{keys.tag}:ready:*")}
+    actual = {key: await members(raw, key) for key in expected.keys() | ready_keys}
+    return expected, actual
+
+
+def ready_score(run: dict[str, str]) -> float:
+    """A claimable run's score in its ready set: the run to isolate comes first."""
+    available_at = float(run["available_at"])
+    return available_at - ISOLATED_OFFSET if run.get("isolate") == "1" else available_at
+
+
+async def expected_and_actual_heads(
+    raw: Redis, keys: Keys, runs: dict[str, dict[str, str]]
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """Each queue's heads as they should be (workflow -> the lowest score of its pair's
+    ready set, for each non-empty one) and as stored, for every queue with runs and
+    every heads key that exists."""
+    expected: dict[str, dict[str, float]] = {
+        keys.heads(queue): {} for queue in {run["queue"] for run in runs.values()}
+    }
+    async for key in raw.scan_iter(match=f"{keys.tag}:ready:*"):
+        ready = await scored(raw, key)
+        if ready:
+            some_run = runs[ready[0][0]]
+            heads = expected[keys.heads(some_run["queue"])]
+            heads[some_run["workflow"]] = min(score for _, score in ready)
+    stored = {key async for key in raw.scan_iter(match=f"{keys.tag}:queue:*:heads")}
+    actual = {key: dict(await scored(raw, key)) for key in expected.keys() | stored}
     return expected, actual
 
 
@@ -380,6 +432,11 @@ async def test_every_index_agrees_with_run_statuses(
     assert timers < suspended  # some with a timer, some without
     expected, actual = await expected_and_actual_indexes(raw, keys, runs, timers)
     assert actual == expected
+    expected_heads, actual_heads = await expected_and_actual_heads(raw, keys, runs)
+    assert actual_heads == expected_heads
+    assert any(len(heads) > 1 for heads in actual_heads.values())  # several pairs a queue
+    to_isolate = {run_id for run_id, run in runs.items() if run.get("isolate") == "1"}
+    assert {runs[run_id]["status"] for run_id in to_isolate} == {"queued", "running"}
     assert await raw.smembers(keys.workflows()) == {run["workflow"] for run in runs.values()}
     for run_id, run in runs.items():
         assert ("lease_token" in run) == (run["status"] == "running"), run_id
@@ -451,19 +508,22 @@ async def test_scores_are_available_at_and_created_at(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:
     await mixed_history(redis_backend)
+    isolated = 0
     for run_id, run in (await all_runs(raw, keys)).items():
-        if run["status"] == "queued":
-            index = keys.ready(run["queue"])
-            if "gate" in run and run.get("admitted") != "1":
-                index = keys.gate_waiting(run["gate"])
-            score = await raw.zscore(index, run_id)
+        if run["status"] == "queued" and "gate" in run and run.get("admitted") != "1":
+            score = await raw.zscore(keys.gate_waiting(run["gate"]), run_id)
             assert score == float(run["available_at"])
+        elif run["status"] == "queued":
+            score = await raw.zscore(keys.ready(run["queue"], run["workflow"]), run_id)
+            assert score == ready_score(run), run_id
+            isolated += run.get("isolate") == "1"
         if run["status"] in ("scheduled", "suspended"):  # a suspended timer: its wake_at
             score = await raw.zscore(keys.scheduled(run["queue"]), run_id)
             assert score in (None, float(run["available_at"]))
         if run["status"] in ("queued", "scheduled") or run["cancel_requested"] == "0":
             score = await raw.zscore(keys.workflow_cancelable(run["workflow"]), run_id)
             assert score in (None, float(run["created_at"]))
+    assert isolated  # some reaped runs wait to run alone
 
 
 async def test_every_key_shares_one_hash_tag(
@@ -483,8 +543,10 @@ async def test_signal_lists_hold_at_most_one_token(
     runs = [a_run(i, NOW) for i in range(10)]
     await redis_backend.enqueue(runs, NOW)
     await redis_backend.enqueue([a_run(i, NOW) for i in range(10, 20)], NOW)
-    for queue in QUEUES:
-        assert await raw.llen(keys.signal(queue)) == 1
+    signals = {key async for key in raw.scan_iter(match=f"{keys.tag}:signal:*")}
+    assert signals == {keys.signal(run.queue, run.workflow) for run in runs}
+    for signal in signals:
+        assert await raw.llen(signal) == 1
 
 
 async def scored(raw: Redis, key: str) -> list[tuple[str, float]]:

@@ -83,8 +83,9 @@ async def test_a_skipped_run_leaves_nothing_behind_not_even_its_idempotency_key(
     await redis_backend.enqueue([a_run("first", max_concurrency=1)], NOW)
     before = await snapshot(raw)
     later = replace(a_tick("later", idempotency_key="k"), available_at=NOW + 60)
-    ticks = [a_tick("tick", idempotency_key="k"), later, a_tick("new", workflow="new-wf")]
-    ticks[2] = replace(ticks[2], max_concurrency=0)  # a gate of 0 is always busy
+    # The gate is per (workflow, key), whatever the queue: a tick of a new pair is busy too.
+    elsewhere = replace(a_tick("elsewhere"), queue="new-queue")
+    ticks = [a_tick("tick", idempotency_key="k"), later, elsewhere]
     assert await redis_backend.enqueue(ticks, NOW) == [
         Enqueued(run.id, created=False, skipped=True) for run in ticks
     ]
@@ -145,7 +146,8 @@ async def test_skip_if_busy_costs_one_gate_read_and_ungated_runs_nothing(
     costs an ungated run nothing."""
 
     async def cost(runs: list[NewRun]) -> int:
-        await raw.delete(Keys(PREFIX).signal("q"))  # each batch wakes the queue once
+        for workflow in ("wf", "g", "t"):  # each batch wakes each of its pairs once
+            await raw.delete(Keys(PREFIX).signal("q", workflow))
         _, commands = await commands_run(raw, redis_backend.enqueue(runs, NOW))
         return commands
 

@@ -1,6 +1,7 @@
 """Queue settings on Redis: the settings hash, one command per call, and exactly when
-a queue's idle workers are woken (its signal list gets a token) or not, so that idle
-workers of a full or paused queue never wake each other in turn."""
+a queue's idle workers are woken (the signal list of a (queue, workflow) pair gets a
+token) or not, so that idle workers of a full or paused queue never wake each other in
+turn."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ from workpool.errors import CorruptRecordError
 
 NOW = 1_700_000_000.123456
 Q = "q"
+WF = "wf"
 
 
-def a_run(run_id: str, available_at: float = NOW, queue: str = Q) -> NewRun:
-    return NewRun(id=run_id, workflow="wf", queue=queue, input="{}", available_at=available_at)
+def a_run(run_id: str, available_at: float = NOW, queue: str = Q, workflow: str = WF) -> NewRun:
+    return NewRun(id=run_id, workflow=workflow, queue=queue, input="{}", available_at=available_at)
 
 
 async def enqueue(backend: RedisBackend, count: int, queue: str = Q) -> list[str]:
@@ -38,15 +40,16 @@ async def enqueue(backend: RedisBackend, count: int, queue: str = Q) -> list[str
 
 
 async def claim(
-    backend: RedisBackend, limit: int, now: float = NOW + 1, queue: str = Q
+    backend: RedisBackend, limit: int, now: float = NOW + 1, queue: str = Q, alone: bool = False
 ) -> list[ClaimedRun]:
-    return (await backend.claim([queue], "w", limit, 10, 3, now)).runs
+    """A claim by a worker that holds runs (it takes no run to isolate), unless ``alone``."""
+    return (await backend.claim([queue], "w", limit, 10, 3, now, alone=alone)).runs
 
 
-async def woken(raw: Redis, keys: Keys, queue: str = Q) -> bool:
-    """Whether the queue's signal list holds a token; it is emptied for the next check."""
-    tokens = int(await raw.llen(keys.signal(queue)))
-    await raw.delete(keys.signal(queue))
+async def woken(raw: Redis, keys: Keys, queue: str = Q, workflow: str = WF) -> bool:
+    """Whether the pair's signal list holds a token; it is emptied for the next check."""
+    tokens = int(await raw.llen(keys.signal(queue, workflow)))
+    await raw.delete(keys.signal(queue, workflow))
     return tokens > 0
 
 
@@ -141,13 +144,15 @@ async def test_a_paused_queue_is_promoted_and_reaped_but_wakes_nobody(
 async def test_a_reap_that_frees_room_wakes_another_worker_if_room_is_left(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:
-    await enqueue(redis_backend, 3)
+    ids = await enqueue(redis_backend, 3)
     await redis_backend.set_queue(Q, max_parallelism=2)
     assert len(await claim(redis_backend, 2)) == 2  # leases until NOW + 11
     await woken(raw, keys)
-    assert len(await claim(redis_backend, 1, now=NOW + 20)) == 1  # both reaped
+    # Both reaped, to run alone: this worker holds runs, so it takes the third one.
+    assert [run.lease.run_id for run in await claim(redis_backend, 1, now=NOW + 20)] == ids[2:]
     assert await woken(raw, keys)
-    assert len(await claim(redis_backend, 1, now=NOW + 20)) == 1
+    [isolated] = await claim(redis_backend, 1, now=NOW + 20, alone=True)
+    assert (isolated.lease.run_id, isolated.isolated) == (ids[0], True)
     assert not await woken(raw, keys)
 
 
@@ -190,6 +195,15 @@ async def test_a_released_or_reaped_run_with_a_cancel_request_wakes_its_limited_
     [third] = await claim(redis_backend, 5, now=NOW + 20)  # reaped: ends canceled
     assert third.lease.run_id == "q-2"
     assert not await woken(raw, keys)  # the claim took the room the reap made
+
+
+async def test_a_claim_that_takes_the_last_runs_wakes_nobody(
+    redis_backend: RedisBackend, raw: Redis, keys: Keys
+) -> None:
+    await enqueue(redis_backend, 2)
+    await woken(raw, keys)
+    assert len(await claim(redis_backend, 2)) == 2  # room is left, but no run
+    assert not await woken(raw, keys)
 
 
 async def test_runs_leaving_an_unlimited_queue_wake_nobody(
@@ -284,16 +298,18 @@ async def commands_by_name(raw: Redis, operation: Awaitable[Any]) -> tuple[Any, 
 
 
 CLAIM_WITHOUT_SETTINGS = Counter(
-    # Promote, reap, take one run (HMGET, HSET, ZREM and ZADD of its list entry, ZADD
-    # leases), look for work left, next wake time.
-    zrangebyscore=2,
-    zpopmin=1,
+    # Promote and reap (ZRANGEBYSCORE of scheduled and leases); the served workflows'
+    # heads (ZRANGE heads); the pair's oldest runs (ZRANGEBYSCORE ready); take one run
+    # (ZREM ready, HMGET, HSET, ZREM and ZADD of its list entry, ZADD leases); the pair's
+    # next run (ZRANGEBYSCORE ready: none); keep the head exact (ZRANGE ready finds none
+    # left: ZREM heads); next wake time (ZRANGE of scheduled and leases). Nothing is
+    # left to claim: no wake-up.
+    zrangebyscore=4,
     hmget=1,
     hset=1,
-    zrem=1,
+    zrem=3,
     zadd=2,
-    zcard=1,
-    zrange=2,
+    zrange=4,
 )
 FINISH_WITHOUT_SETTINGS = Counter(
     # HMGET, HSET, HDEL, ZREM leases and cancelable; its list entry moves (ZREM, ZADD),
@@ -319,7 +335,8 @@ async def test_settings_cost_a_few_commands_per_queue_per_call_not_per_run(
 ) -> None:
     """An unlimited queue pays one HMGET of its settings per claim and per finish batch;
     a limited one also counts its running runs (ZCARD of its leases set) and, when runs
-    left it, looks for claimable runs (ZCARD of 'ready') before waking it."""
+    left it, reads the heads of the workflows with claimable runs (one ZRANGE of its
+    heads, at most 16 of them) to wake their pairs."""
     if limited:
         await redis_backend.set_queue(Q, max_parallelism=5)
     await enqueue(redis_backend, 1)
@@ -331,7 +348,7 @@ async def test_settings_cost_a_few_commands_per_queue_per_call_not_per_run(
         FINISH_WITHOUT_SETTINGS
         + COUNTERS_OF_A_PAIR
         + NEW_MINUTE
-        + Counter(hmget=1, zcard=2 * limited)
+        + Counter(hmget=1, zcard=int(limited), zrange=int(limited))
     )
 
 
@@ -346,11 +363,12 @@ async def test_a_finish_batch_reads_each_queues_settings_once(
         await woken(raw, keys, queue)  # the claim left a run behind: a token
     ended = redis_backend.finish([leave(run, "succeeded") for run in running], NOW + 2)
     per_run = Counter({name: 20 * count for name, count in FINISH_WITHOUT_SETTINGS.items()})
-    # One HMGET per queue; the limited queue: ZCARD leases and ready, LLEN, RPUSH (a
-    # run is left to claim: the wake).
+    # One HMGET per queue; the limited queue: ZCARD leases, ZRANGE heads, then LLEN and
+    # RPUSH of its one workflow's signal list (a run is left to claim: the wake).
     _, cost = await commands_by_name(raw, ended)
     per_pair = Counter({name: 2 * count for name, count in COUNTERS_OF_A_PAIR.items()})
-    assert cost == per_run + per_pair + NEW_MINUTE + Counter(hmget=2, zcard=2, llen=1, rpush=1)
+    wake = Counter(hmget=2, zcard=1, zrange=1, llen=1, rpush=1)
+    assert cost == per_run + per_pair + NEW_MINUTE + wake
 
 
 LONG_WAIT = 8.0
@@ -372,7 +390,7 @@ async def test_an_idle_worker_blocked_on_a_full_queue_wakes_when_room_is_made(
         assert await claim(redis_backend, 5) == []
         await woken(raw, keys)
         started = time.monotonic()
-        waiting = asyncio.create_task(redis_backend.wait_for_work([Q], LONG_WAIT))
+        waiting = asyncio.create_task(redis_backend.wait_for_work([Q], LONG_WAIT, workflows=[WF]))
         await asyncio.sleep(0.2)
         assert not waiting.done()
         if change == "a run leaves":

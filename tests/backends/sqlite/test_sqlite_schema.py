@@ -25,6 +25,9 @@ HOT_QUERIES = (
     "insert_run",
     "promote_due",
     "expired_leases",
+    "queue_workflows",
+    "oldest_isolated",
+    "claimable_in_pair",
     "claim_queued",
     "next_wake_at",
     "renew_leases",
@@ -114,6 +117,8 @@ SAMPLE_PARAMETERS = {
     "delta": 1,
     "room": 2,
     "rate_limits": None,
+    "isolate": 0,
+    "workflows": '["send_email", "charge"]',
 }
 
 
@@ -134,9 +139,10 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 4
+    assert version == load_migrations()[-1].version == 5
     assert mode == "wal"
-    assert {"runs", "idempotency_keys", "runs_queued_by_queue", "steps"} <= tables
+    assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers"} <= tables
+    assert "runs_queued_by_queue" not in tables
 
 
 async def test_a_version_1_database_keeps_its_runs_and_keys_when_migrated(tmp_path: Path) -> None:
@@ -163,7 +169,7 @@ async def test_a_version_1_database_keeps_its_runs_and_keys_when_migrated(tmp_pa
         await backend.close()
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 5
     connection.close()
 
 
@@ -201,13 +207,19 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
 
-def test_claim_searches_the_queued_index() -> None:
+def test_claim_searches_the_claimable_index() -> None:
+    """A claim seeks each served (queue, workflow) pair's claimable runs, runs to isolate
+    apart, in the index's order (no sort), then leases the chosen runs by id."""
     connection = _migrated(sqlite3.connect(":memory:"))
-    query = load_queries()["claim_queued"]
 
-    plan = [row[3] for row in connection.execute("EXPLAIN QUERY PLAN " + query, SAMPLE_PARAMETERS)]
+    def plan(name: str) -> list[str]:
+        query = "EXPLAIN QUERY PLAN " + load_queries()[name]
+        return [row[3] for row in connection.execute(query, SAMPLE_PARAMETERS)]
 
-    assert "SEARCH runs USING INDEX runs_queued_by_queue (queue=?)" in plan
+    searched = "SEARCH runs USING INDEX runs_claimable (queue=? AND workflow=? AND isolate=?)"
+    assert plan("claimable_in_pair") == [searched]
+    assert searched in plan("oldest_isolated")
+    assert "SEARCH runs USING COVERING INDEX sqlite_autoindex_runs_1 (id=?)" in plan("claim_queued")
 
 
 def test_query_blocks_need_a_description_and_one_statement() -> None:

@@ -29,12 +29,14 @@ from workpool.backends.base import (
     RunRecord,
     StatsSnapshot,
     StepRecord,
+    WorkerRecord,
     WorkflowInfo,
 )
+from workpool.backends.checks import check_finishes, check_new_runs, check_step
 from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.connection import COMMAND_TIMEOUT, NETWORK_ERRORS, CommandLink
-from workpool.backends.redis.keys import Keys, check_prefix
+from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import BackendUnavailableError, ConfigurationError
 
@@ -130,6 +132,7 @@ class RedisBackend:
         return backend
 
     async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+        check_new_runs(runs, now)
         if not runs:
             return []
         found = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
@@ -153,18 +156,24 @@ class RedisBackend:
         lease_seconds: float,
         max_lease_losses: int,
         now: float,
+        *,
+        workflows: Sequence[str] | None = None,
+        alone: bool = False,
     ) -> ClaimResult:
-        next_wake_at, rows = await self._scripts.claim(
+        next_wake_at, isolated_since, rows = await self._scripts.claim(
             codec.seconds(now),
             codec.seconds(now + lease_seconds),
             worker_id,
             max(0, limit),
             max_lease_losses,
             queues,
+            None if workflows is None else list(dict.fromkeys(workflows)),
+            alone,
         )
         return ClaimResult(
             runs=[codec.decode_claimed(row) for row in rows],
             next_wake_at=None if next_wake_at is None else float(next_wake_at),
+            isolated_since=None if isolated_since is None else float(isolated_since),
         )
 
     async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
@@ -176,6 +185,7 @@ class RedisBackend:
         return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(cancel_requested))
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
+        check_finishes(finishes, now)
         if not finishes:
             return []
         return await self._scripts.finish(codec.seconds(now), codec.encode_finishes(finishes))
@@ -183,6 +193,7 @@ class RedisBackend:
     async def save_step(
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
     ) -> StepRecord | None:
+        check_step(lease.run_id, step, now, child)
         stored = await self._scripts.save_step(
             codec.seconds(now),
             (lease.run_id, lease.token),
@@ -231,6 +242,27 @@ class RedisBackend:
     async def list_workflows(self) -> list[WorkflowInfo]:
         stored = as_dict(await self._link.call("HGETALL", self._keys.registry()))
         return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
+
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+        await self._scripts.heartbeat(
+            codec.seconds(now),
+            worker.id,
+            codec.seconds(worker.expires_at),
+            codec.encode_worker(replace(worker, seen_at=now)),
+        )
+
+    async def remove_worker(self, worker_id: str) -> None:
+        await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "")
+
+    async def list_workers(self, now: float) -> list[WorkerRecord]:
+        return codec.live_workers(await self._link.call("HVALS", self._keys.workers()), now)
+
+    async def fail_unserved(
+        self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
+    ) -> int:
+        return await self._scripts.fail_unserved(
+            codec.seconds(now), queue, workflow, codec.seconds(available_before), limit, error
+        )
 
     async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         return await self._scripts.acquire_lease(
@@ -292,7 +324,7 @@ class RedisBackend:
 
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
-        return codec.decode_stats(*await self._scripts.get_stats(first, last))
+        return codec.decode_stats(*await self._scripts.get_stats(first, last), now)
 
     async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
         return await self._scripts.purge(
@@ -307,11 +339,16 @@ class RedisBackend:
             raise RuntimeError(f"rerun.lua returned an unknown result {status!r}")
         return Rerun(status=cast(RerunStatus, status), run_id=found)
 
-    async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
+    async def wait_for_work(
+        self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None
+    ) -> None:
         # BLPOP takes its timeout in seconds with millisecond resolution; 0 means forever.
         if not queues or timeout < 0.001:
             return
-        signals = [self._keys.signal(queue) for queue in queues]
+        signals = await self._signals(queues, workflows)
+        if not signals:
+            await asyncio.sleep(timeout)  # nothing to wake for: a worker defining nothing
+            return
         seconds = min(timeout, LONGEST_WAIT)
         try:  # a pooled connection is checked, or opened, here: that can fail too
             # redis-py leaves get_connection unannotated.
@@ -341,6 +378,16 @@ class RedisBackend:
                 raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
         finally:
             await self._blocking_pool.release(connection)
+
+    async def _signals(self, queues: Sequence[str], workflows: Sequence[str] | None) -> list[str]:
+        """The signal lists of the (queue, workflow) pairs a waiter serves; without
+        ``workflows``, of every pair of these queues that has had a run."""
+        if workflows is None:
+            wanted = set(queues)
+            names = await self._link.call("SMEMBERS", self._keys.pairs())
+            pairs = [split_pair(str(name)) for name in names]
+            return sorted(self._keys.signal(*pair) for pair in pairs if pair[0] in wanted)
+        return [self._keys.signal(queue, workflow) for queue in queues for workflow in workflows]
 
     async def check_durability(self) -> DurabilityReport:
         """Whether the server may evict keys or keeps nothing on disk (``durability``)."""

@@ -31,6 +31,7 @@ from workpool.backends.base import (
     StepKind,
     StepRecord,
     StepStatus,
+    WorkerRecord,
     WorkflowInfo,
 )
 from workpool.backends.redis.keys import gate_suffix, split_pair
@@ -177,7 +178,8 @@ def lease_pairs(leases: Sequence[Lease]) -> list[tuple[str, str]]:
 
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
-    run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at, steps = row
+    run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
+    steps, claims, isolated = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -188,6 +190,8 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         created_at=float(created_at),
         available_at=float(available_at),
         has_steps=int(steps) == 1,
+        fence=int(claims),
+        isolated=int(isolated) == 1,
     )
 
 
@@ -274,10 +278,14 @@ COUNTER_NAMES = ("timed", "reaped", "run_time", "succeeded", "failed", "canceled
 
 
 def decode_stats(
-    activity: Sequence[Any], counters: Sequence[Any], oldest: Sequence[Any]
+    activity: Sequence[Any],
+    counters: Sequence[Any],
+    oldest: Sequence[Any],
+    workers: Sequence[Any],
+    now: float,
 ) -> StatsSnapshot:
-    """A StatsSnapshot from get_stats.lua's reply (three flat lists), or
-    CorruptRecordError for a pair or counter it cannot read."""
+    """A StatsSnapshot from get_stats.lua's reply (four lists; the workers live at
+    ``now``), or CorruptRecordError for a pair or counter it cannot read."""
     active = [
         PairActivity(*_split(activity[i]), *(int(n) for n in activity[i + 1 : i + 5]))
         for i in range(0, len(activity), 5)
@@ -310,7 +318,46 @@ def decode_stats(
         activity=sorted(active, key=lambda pair: (pair.queue, pair.workflow)),
         counters=sorted(totals, key=lambda pair: (pair.queue, pair.workflow)),
         oldest_claimable={str(oldest[i]): float(oldest[i + 1]) for i in range(0, len(oldest), 2)},
+        workers=live_workers(workers, now),
     )
+
+
+def encode_worker(worker: WorkerRecord) -> str:
+    """A worker record as stored in the workers hash."""
+    return json.dumps(
+        {
+            "id": worker.id,
+            "app": worker.app,
+            "queues": list(worker.queues),
+            "workflows": list(worker.workflows),
+            "started_at": seconds(worker.started_at),
+            "seen_at": seconds(worker.seen_at),
+            "expires_at": seconds(worker.expires_at),
+        }
+    )
+
+
+def live_workers(texts: Sequence[Any], now: float) -> list[WorkerRecord]:
+    """The records (JSON texts) not expired at ``now``, by id; unreadable ones skipped
+    (a worker record is advisory: it only says what is served)."""
+    workers = []
+    for text in texts:
+        try:
+            data = json.loads(text)
+            worker = WorkerRecord(
+                id=str(data["id"]),
+                app=str(data["app"]),
+                queues=tuple(str(queue) for queue in data["queues"]),
+                workflows=tuple(str(name) for name in data["workflows"]),
+                started_at=float(data["started_at"]),
+                seen_at=float(data["seen_at"]),
+                expires_at=float(data["expires_at"]),
+            )
+        except (ValueError, KeyError, TypeError):
+            continue
+        if worker.expires_at > now:
+            workers.append(worker)
+    return sorted(workers, key=lambda worker: worker.id)
 
 
 def _split(name: Any) -> tuple[str, str]:

@@ -7,7 +7,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:run:<run id>                       hash: one run, fields named as in RunRecord
                                            (retry_of, retried_as: absent when None),
                                            plus lease_token, hooks (JSON text), claims
-                                           (claims so far, makes lease tokens unique),
+                                           (claims so far, makes lease tokens unique;
+                                           the fencing token), isolate ('1': it lost its
+                                           lease and runs alone next),
                                            has_steps ('1' once a step was saved),
                                            parent_step (the parent's step awaiting it),
                                            and for a gated run: gate (its gate id),
@@ -22,13 +24,19 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            child_run_id; times as decimal strings)
     {p}:run:<run id>:children              list: ids of the runs its steps started,
                                            in creation order
-    {p}:queue:<queue>:ready                sorted set: queued run ids, score available_at
-                                           (claimable: ungated, or admitted by their gate)
+    {p}:ready:<pair>                       sorted set: the pair's claimable run ids
+                                           (queued: ungated, or admitted by their gate),
+                                           score available_at, or available_at - 1e12
+                                           for a run to isolate (field isolate = '1';
+                                           see lua/library/ready.lua)
+    {p}:queue:<queue>:heads                sorted set: workflow -> the lowest score of
+                                           its ready set in this queue (none when empty)
+    {p}:signal:<pair>                      list (at most one token): wakes an idle worker
+                                           serving the pair
     {p}:queue:<queue>:scheduled            sorted set: scheduled run ids, score available_at,
                                            and suspended runs with a timer, score wake_at
                                            (their available_at)
     {p}:queue:<queue>:leases               sorted set: running run ids, score lease expiry
-    {p}:queue:<queue>:signal               list (at most one token): wakes idle workers
     {p}:queue:<queue>:settings             hash: max_parallelism (a whole number; absent:
                                            no limit) and paused ('1' or '0', always
                                            written); no hash: the queue has no settings
@@ -46,7 +54,7 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:gate:<gate id>:waiting             sorted set: the gate's queued runs that wait
                                            for a place (not claimable), score available_at
     {p}:gates                              hash: gate id -> how many of its runs are
-                                           admitted (queued in 'ready', or running); the
+                                           admitted (queued and ready, or running); the
                                            field is deleted when it drops to 0
     {p}:limiter:<limiter id>               string: the limiter's TAT (theoretical arrival
                                            time, decimal seconds of the caller's clock;
@@ -57,6 +65,10 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            that status (each run is in exactly one), so
                                            ZREVRANGEBYLEX pages by id, newest first
     {p}:pairs                              set: every <pair> that has had a run
+    {p}:workers                            hash: worker id -> JSON of its record (id, app,
+                                           queues, workflows, started_at, seen_at,
+                                           expires_at; decimal strings)
+    {p}:workers:expiry                     sorted set: worker ids, score expires_at
     {p}:finished                           sorted set: terminal runs, score finished_at
                                            (purge takes the oldest)
     {p}:stats:<minute>                     hash: the counters of the minute starting at
@@ -75,7 +87,7 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
 A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
 ``<len>:<workflow>:<key>`` with one (``<len>`` as above), so no two (workflow, key)
 pairs share a gate, whatever ':' their names hold. A queued gated run is in exactly one
-of its queue's 'ready' set (admitted) or its gate's waiting set. A <pair> names a
+of its pair's ready set (admitted) or its gate's waiting set. A <pair> names a
 (queue, workflow) as ``<len>:<queue>:<workflow>``, ``<len>`` the queue name's length
 in bytes, for the same reason.
 
@@ -119,8 +131,11 @@ class Keys:
     def children(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:children"
 
-    def ready(self, queue: str) -> str:
-        return f"{self.tag}:queue:{queue}:ready"
+    def ready(self, queue: str, workflow: str) -> str:
+        return f"{self.tag}:ready:{pair(queue, workflow)}"
+
+    def heads(self, queue: str) -> str:
+        return f"{self.tag}:queue:{queue}:heads"
 
     def scheduled(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:scheduled"
@@ -128,8 +143,14 @@ class Keys:
     def leases(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:leases"
 
-    def signal(self, queue: str) -> str:
-        return f"{self.tag}:queue:{queue}:signal"
+    def signal(self, queue: str, workflow: str) -> str:
+        return f"{self.tag}:signal:{pair(queue, workflow)}"
+
+    def workers(self) -> str:
+        return f"{self.tag}:workers"
+
+    def workers_expiry(self) -> str:
+        return f"{self.tag}:workers:expiry"
 
     def settings(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:settings"

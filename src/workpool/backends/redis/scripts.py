@@ -3,7 +3,7 @@
 Each operation script is ``lua/<operation>.lua``; the files of ``lua/library/`` (key
 names, listing indexes and status writes, counters, wake-ups and concurrency gates,
 queue settings, rate limits, index upkeep, enqueueing, hooks, child outcomes, terminal
-transitions, reaping) are prepended to every one of them, so each call is still one
+transitions, reaping, claiming) are prepended to every one of them, so each call is still one
 self-contained script. Times travel as decimal strings
 (``repr`` of a float) so neither Lua nor Redis rounds them; the only times the scripts
 compute (rate limit reservations) are written with 17 significant digits, which read
@@ -22,8 +22,10 @@ from redis.exceptions import NoScriptError
 from workpool.backends.redis.connection import CommandLink
 
 LIBRARY = (
+    "arguments",
     "keys",
     "listing",
+    "ready",
     "counters",
     "gates",
     "queues",
@@ -34,6 +36,7 @@ LIBRARY = (
     "steps",
     "ending",
     "reaping",
+    "claiming",
 )
 """Library files, in dependency order."""
 
@@ -53,11 +56,13 @@ OPERATIONS = (
     "get_stats",
     "purge",
     "rerun",
+    "heartbeat",
+    "fail_unserved",
 )
 
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
-has_steps (1 | 0)]"""
+has_steps (1 | 0), claims, isolated (1 | 0)]"""
 
 
 def read_lua(relative_path: str) -> str:
@@ -116,6 +121,8 @@ class Scripts:
         self._get_stats = Script(link, tag, "get_stats")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
+        self._heartbeat = Script(link, tag, "heartbeat")
+        self._fail_unserved = Script(link, tag, "fail_unserved")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -141,12 +148,21 @@ class Scripts:
         limit: int,
         max_lease_losses: int,
         queues: Sequence[str],
-    ) -> tuple[str | None, list[ClaimedRow]]:
-        """(next wake time or None, claimed rows)."""
+        workflows: Sequence[str] | None,
+        alone: bool,
+    ) -> tuple[str | None, str | None, list[ClaimedRow]]:
+        """(next wake time or None, earliest run to isolate left or None, claimed rows);
+        ``workflows`` None: every workflow is served."""
         args: list[str | int] = [now, lease_expires_at, worker_id, limit, max_lease_losses]
+        args.append("1" if alone else "0")
+        if workflows is None:
+            args.append(-1)
+        else:
+            args.append(len(workflows))
+            args.extend(workflows)
         args.extend(queues)
         reply = await self._claim(args)
-        return reply[0], list(reply[1:])
+        return reply[0], reply[1], list(reply[2:])
 
     async def renew(
         self, lease_expires_at: str, leases: Sequence[tuple[str, str]]
@@ -218,10 +234,10 @@ class Scripts:
         least 1; an empty ``cursor``, ``status``, ``workflow`` or ``queue`` means none."""
         return list(await self._list_runs([limit, cursor, status, workflow, queue]))
 
-    async def get_stats(self, first_minute: int, last_minute: int) -> tuple[Any, Any, Any]:
-        """(activity, counters, oldest) as flat lists; see get_stats.lua."""
-        activity, counters, oldest = await self._get_stats([first_minute, last_minute])
-        return activity, counters, oldest
+    async def get_stats(self, first_minute: int, last_minute: int) -> tuple[Any, Any, Any, Any]:
+        """(activity, counters, oldest, worker records) as flat lists; see get_stats.lua."""
+        activity, counters, oldest, workers = await self._get_stats([first_minute, last_minute])
+        return activity, counters, oldest, workers
 
     async def purge(self, finished_before: str, limit: int, counters_before: str) -> int:
         """How many runs were deleted."""
@@ -231,3 +247,13 @@ class Scripts:
         """(status, run id or None); status 'taken' when ``new_id`` names a run already."""
         reply = await self._rerun([now, run_id, new_id])
         return str(reply[0]), None if len(reply) < 2 else str(reply[1])
+
+    async def heartbeat(self, now: str, worker_id: str, expires_at: str, record: str) -> None:
+        """Store a worker's record (``record`` ''; remove it) and drop expired ones."""
+        await self._heartbeat([now, worker_id, expires_at, record])
+
+    async def fail_unserved(
+        self, now: str, queue: str, workflow: str, before: str, limit: int, error: str
+    ) -> int:
+        """How many runs were failed."""
+        return int(await self._fail_unserved([now, queue, workflow, before, limit, error]))

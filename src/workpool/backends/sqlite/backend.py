@@ -36,6 +36,7 @@ from workpool.backends.base import (
     RunRecord,
     StatsSnapshot,
     StepRecord,
+    WorkerRecord,
     WorkflowInfo,
 )
 from workpool.backends.sqlite import reads, records
@@ -108,11 +109,14 @@ class SQLiteBackend:
         lease_seconds: float,
         max_lease_losses: int,
         now: float,
+        *,
+        workflows: Sequence[str] | None = None,
+        alone: bool = False,
     ) -> ClaimResult:
         """See ``Backend.claim``."""
         result = await self._transact(
             lambda operations: operations.claim(
-                queues, worker_id, limit, lease_seconds, max_lease_losses, now
+                queues, worker_id, limit, lease_seconds, max_lease_losses, now, workflows, alone
             )
         )
         if result.runs:
@@ -188,6 +192,33 @@ class SQLiteBackend:
 
         return await self._thread.read(read)
 
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+        """See ``Backend.heartbeat``."""
+        await self._transact(lambda operations: operations.heartbeat(worker, now))
+
+    async def remove_worker(self, worker_id: str) -> None:
+        """See ``Backend.remove_worker``."""
+        await self._transact(lambda operations: operations.remove_worker(worker_id))
+
+    async def list_workers(self, now: float) -> list[WorkerRecord]:
+        """See ``Backend.list_workers``: one SELECT."""
+        query = self._queries["live_workers"]
+
+        def read(connection: sqlite3.Connection) -> list[WorkerRecord]:
+            return [records.worker_record(row) for row in connection.execute(query, {"now": now})]
+
+        return await self._thread.read(read)
+
+    async def fail_unserved(
+        self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
+    ) -> int:
+        """See ``Backend.fail_unserved``."""
+        return await self._transact(
+            lambda operations: operations.fail_unserved(
+                queue, workflow, available_before, limit, error, now
+            )
+        )
+
     async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         """See ``Backend.acquire_lease``."""
         return await self._transact(
@@ -251,8 +282,11 @@ class SQLiteBackend:
         """See ``Backend.rerun``."""
         return await self._transact(lambda operations: operations.rerun(run_id, new_id, now))
 
-    async def wait_for_work(self, queues: Sequence[str], timeout: float) -> None:
-        """See ``Backend.wait_for_work`` and the module docstring for the polling cost."""
+    async def wait_for_work(
+        self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None
+    ) -> None:
+        """See ``Backend.wait_for_work`` and the module docstring for the polling cost.
+        Any change to the file wakes a waiter, whatever its ``workflows``."""
         waiter = _Waiter(queues)
         self._waiters.add(waiter)
         try:

@@ -31,8 +31,10 @@ from workpool.backends.base import (
     Rerun,
     StepRecord,
     StepStatus,
+    WorkerRecord,
     WorkflowInfo,
 )
+from workpool.backends.checks import check_finishes, check_new_runs, check_step
 from workpool.backends.sqlite import records
 
 COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
@@ -64,6 +66,7 @@ class Operations:
 
     def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
         """Store runs, honouring idempotency keys and existing ids."""
+        check_new_runs(runs, now)
         return [self._enqueue_one(run, now) for run in runs]
 
     def _enqueue_one(
@@ -140,8 +143,11 @@ class Operations:
         lease_seconds: float,
         max_lease_losses: int,
         now: float,
+        workflows: Sequence[str] | None = None,
+        alone: bool = False,
     ) -> ClaimResult:
-        """Promote due runs, reap expired leases, then lease up to ``limit`` queued runs."""
+        """Promote due runs, reap expired leases, then lease up to ``limit`` queued runs
+        of ``workflows`` (None: of every workflow), or one run to isolate if ``alone``."""
         unique = list(dict.fromkeys(queues))
         for queue in unique:
             for promotion in ("promote_due", "promote_timers"):
@@ -153,16 +159,60 @@ class Operations:
                     self._fill(gate, gate_limit)
         for queue in unique:
             self._reap(queue, max_lease_losses, now)
-        claimed: list[ClaimedRun] = []
-        for queue in unique:
-            if len(claimed) >= limit:
-                break
+        lease = (worker_id, now, now + lease_seconds)
+        served = {queue: self._served(queue, workflows) for queue in unique}
+        claimed = self._claim_isolated(served, lease) if alone and limit > 0 else []
+        isolated_since: float | None = None
+        for queue in unique if not claimed else ():
+            row = self._execute(
+                "oldest_isolated", queue=queue, workflows=json.dumps(served[queue])
+            ).fetchone()
+            if row is not None and row["since"] is not None:
+                since = float(row["since"])
+                isolated_since = since if isolated_since is None else min(isolated_since, since)
             room = self._room(queue, limit - len(claimed))
             if room > 0:
-                claimed += self._claim_queue(queue, worker_id, room, lease_seconds, now)
+                ids = self._oldest_claimable(queue, served[queue], room, isolate=0)
+                claimed += self._lease(ids, lease)
         row = self._execute("next_wake_at", queues=json.dumps(unique)).fetchone()
         wake_at = None if row is None or row["wake_at"] is None else float(row["wake_at"])
-        return ClaimResult(runs=claimed, next_wake_at=wake_at)
+        return ClaimResult(runs=claimed, next_wake_at=wake_at, isolated_since=isolated_since)
+
+    def _served(self, queue: str, workflows: Sequence[str] | None) -> list[str]:
+        """The workflows whose runs of ``queue`` the claim may take."""
+        if workflows is not None:
+            return list(dict.fromkeys(workflows))
+        return [str(row["workflow"]) for row in self._execute("queue_workflows", queue=queue)]
+
+    def _oldest_claimable(
+        self, queue: str, workflows: Sequence[str], limit: int, *, isolate: int
+    ) -> list[str]:
+        """Up to ``limit`` claimable run ids of the workflows in ``queue``, oldest first:
+        one index seek of ``limit`` rows per workflow, merged."""
+        ranges = [
+            [
+                (float(row["available_at"]), str(row["id"]))
+                for row in self._execute(
+                    "claimable_in_pair",
+                    queue=queue,
+                    workflow=workflow,
+                    isolate=isolate,
+                    limit=limit,
+                )
+            ]
+            for workflow in workflows
+        ]
+        return [run_id for _, run_id in itertools.islice(heapq.merge(*ranges), limit)]
+
+    def _claim_isolated(
+        self, served: Mapping[str, list[str]], lease: tuple[str, float, float]
+    ) -> list[ClaimedRun]:
+        """The oldest run to isolate of the first queue that has one and room, leased."""
+        for queue, workflows in served.items():
+            ids = self._oldest_claimable(queue, workflows, 1, isolate=1)
+            if ids and self._room(queue, 1) > 0:
+                return self._lease(ids, lease)
+        return []
 
     def _room(self, queue: str, wanted: int) -> int:
         """How many of ``wanted`` runs of ``queue`` may start now, its settings allowing."""
@@ -190,18 +240,16 @@ class Operations:
             else:
                 self._requeue(run_id, now, lease_loss=1)
 
-    def _claim_queue(
-        self, queue: str, worker_id: str, limit: int, lease_seconds: float, now: float
-    ) -> list[ClaimedRun]:
+    def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
+        """Make the queued runs ``ids`` running under new leases, in the order given."""
+        if not ids:
+            return []
+        worker_id, now, expires_at = lease
         rows = self._execute(
-            "claim_queued",
-            queue=queue,
-            worker_id=worker_id,
-            limit=limit,
-            now=now,
-            expires_at=now + lease_seconds,
+            "claim_queued", ids=json.dumps(ids), worker_id=worker_id, now=now, expires_at=expires_at
         ).fetchall()
-        rows.sort(key=lambda row: (records.number(row, "available_at"), row["rowid"]))
+        order = {run_id: position for position, run_id in enumerate(ids)}
+        rows.sort(key=lambda row: order[row["id"]])
         return [records.claimed_run(row) for row in rows]
 
     # renew, finish, release -----------------------------------------------------------
@@ -219,6 +267,7 @@ class Operations:
 
     def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """Apply each entry whose lease is held; False for the others."""
+        check_finishes(finishes, now)
         return [self._finish_one(entry, now) for entry in finishes]
 
     def _finish_one(self, entry: Finish, now: float) -> bool:
@@ -350,6 +399,7 @@ class Operations:
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None
     ) -> StepRecord | None:
         """Store a step of a held run, starting its child first if it has one."""
+        check_step(lease.run_id, step, now, child)
         if self._held(lease) is None:
             return None
         if child is not None:
@@ -469,6 +519,39 @@ class Operations:
                 now=now,
             )
         return removed
+
+    def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+        """Store the worker's record; delete the expired ones."""
+        self._execute("delete_expired_workers", now=now)
+        self._execute(
+            "store_worker",
+            id=worker.id,
+            app=worker.app,
+            queues=json.dumps(worker.queues),
+            workflows=json.dumps(worker.workflows),
+            started_at=worker.started_at,
+            now=now,
+            expires_at=worker.expires_at,
+        )
+
+    def remove_worker(self, worker_id: str) -> None:
+        """Delete the worker's record."""
+        self._execute("delete_worker", id=worker_id)
+
+    def fail_unserved(
+        self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
+    ) -> int:
+        """Fail the oldest claimable runs of the pair available before the cutoff."""
+        found = self._execute(
+            "fail_unserved_runs",
+            queue=queue,
+            workflow=workflow,
+            before=available_before,
+            limit=limit,
+        ).fetchall()
+        for row in found:
+            self._end(records.text(row, "id"), "failed", now, error=error)
+        return len(found)
 
     def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:
         """Take or extend the named lease if it is free, expired or already ``holder``'s."""

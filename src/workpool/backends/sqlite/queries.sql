@@ -55,24 +55,38 @@ WHERE status = 'running' AND queue = :queue AND lease_expires_at <= :now
 ORDER BY lease_expires_at
 LIMIT :batch;
 
+-- name: claimable_in_pair
+-- Up to :limit claimable runs of (:queue, :workflow) with isolate = :isolate, oldest first.
+SELECT id, available_at FROM runs
+WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND workflow = :workflow
+    AND isolate = :isolate
+ORDER BY available_at
+LIMIT :limit;
+
+-- name: oldest_isolated
+-- The earliest available_at of claimable runs to isolate of :queue and the :workflows array.
+SELECT min(available_at) AS since FROM runs
+WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND isolate = 1
+    AND workflow IN (SELECT value FROM json_each(:workflows));
+
+-- name: queue_workflows
+-- The workflows that have had runs in :queue.
+SELECT workflow FROM run_pairs WHERE queue = :queue;
+
 -- name: claim_queued
--- Lease up to :limit queued runs of :queue, oldest available_at first, until :expires_at.
+-- Lease the runs of the :ids JSON array to :worker_id until :expires_at.
 UPDATE runs SET
     status = 'running',
     attempts = attempts + 1,
+    claims = claims + 1,
     started_at = :now,
     worker_id = :worker_id,
     lease_token = lower(hex(randomblob(16))),
     lease_expires_at = :expires_at
-WHERE id IN (
-    SELECT id FROM runs
-    WHERE status = 'queued' AND admitted = 1 AND queue = :queue
-    ORDER BY available_at
-    LIMIT :limit
-)
+WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps;
+    has_steps, claims, isolate;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -136,6 +150,7 @@ RETURNING
 UPDATE runs SET
     status = CASE WHEN :retry_at <= :now THEN 'queued' ELSE 'scheduled' END,
     admitted = gate IS NULL,
+    isolate = 0,
     available_at = :retry_at,
     error = :error,
     lease_token = NULL,
@@ -144,11 +159,13 @@ WHERE id = :id
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: requeue_run
--- Drop run :id's lease and queue it again at :now, adding :lease_loss to lease_losses.
+-- Drop run :id's lease and queue it again at :now, adding :lease_loss to lease_losses
+-- (a lost lease also marks it to run alone).
 UPDATE runs SET
     status = 'queued',
     available_at = :now,
     admitted = gate IS NULL,
+    isolate = CASE WHEN :lease_loss > 0 THEN 1 ELSE isolate END,
     lease_token = NULL,
     lease_expires_at = NULL,
     lease_losses = lease_losses + :lease_loss
@@ -160,6 +177,7 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 UPDATE runs SET
     status = 'suspended',
     attempts = attempts - 1,
+    isolate = 0,
     wake_at = :wake_at,
     lease_token = NULL,
     lease_expires_at = NULL
@@ -170,6 +188,7 @@ WHERE id = :id;
 UPDATE runs SET
     status = 'queued',
     attempts = attempts - 1,
+    isolate = 0,
     available_at = :now,
     admitted = gate IS NULL,
     lease_token = NULL,
@@ -404,10 +423,25 @@ ORDER BY queue, workflow;
 
 -- name: oldest_claimable
 -- Each queue's earliest available_at among its claimable runs (NULL: none).
-SELECT
-    queue,
-    (SELECT min(available_at) FROM runs AS r
-        WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = q.queue) AS oldest
+SELECT q.queue, (
+    SELECT min(oldest) FROM (
+        SELECT (
+            SELECT available_at FROM runs AS r
+            WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = p.queue
+                AND r.workflow = p.workflow AND r.isolate = 0
+            ORDER BY available_at LIMIT 1
+        ) AS oldest
+        FROM run_pairs AS p WHERE p.queue = q.queue
+        UNION ALL
+        SELECT (
+            SELECT available_at FROM runs AS r
+            WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = p.queue
+                AND r.workflow = p.workflow AND r.isolate = 1
+            ORDER BY available_at LIMIT 1
+        ) AS oldest
+        FROM run_pairs AS p WHERE p.queue = q.queue
+    )
+) AS oldest
 FROM (SELECT DISTINCT queue FROM run_pairs) AS q;
 
 -- name: pairs
@@ -474,3 +508,36 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 -- name: mark_retried_as
 -- Note on run :id that run :new_id re-runs it.
 UPDATE runs SET retried_as = :new_id WHERE id = :id;
+
+-- name: store_worker
+-- Store worker :id's record, replacing its last one.
+INSERT INTO workers (id, app, queues, workflows, started_at, seen_at, expires_at)
+VALUES (:id, :app, :queues, :workflows, :started_at, :now, :expires_at)
+ON CONFLICT (id) DO UPDATE SET
+    app = excluded.app,
+    queues = excluded.queues,
+    workflows = excluded.workflows,
+    seen_at = excluded.seen_at,
+    expires_at = excluded.expires_at;
+
+-- name: delete_expired_workers
+-- Delete the records of workers expired at :now.
+DELETE FROM workers WHERE expires_at <= :now;
+
+-- name: delete_worker
+-- Delete worker :id's record.
+DELETE FROM workers WHERE id = :id;
+
+-- name: live_workers
+-- The workers whose record has not expired at :now, by id.
+SELECT id, app, queues, workflows, started_at, seen_at, expires_at FROM workers
+WHERE expires_at > :now
+ORDER BY id;
+
+-- name: fail_unserved_runs
+-- Up to :limit claimable runs of (:queue, :workflow) available before :before, oldest first.
+SELECT id FROM runs
+WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND workflow = :workflow
+    AND isolate IN (0, 1) AND available_at < :before
+ORDER BY isolate, available_at
+LIMIT :limit;

@@ -98,4 +98,10 @@ def get_stats(
         for row in connection.execute(queries["oldest_claimable"])
         if row["oldest"] is not None
     }
-    return StatsSnapshot(activity=activity, counters=counters, oldest_claimable=oldest)
+    workers = [
+        records.worker_record(row)
+        for row in connection.execute(queries["live_workers"], {"now": now})
+    ]
+    return StatsSnapshot(
+        activity=activity, counters=counters, oldest_claimable=oldest, workers=workers
+    )

@@ -18,6 +18,7 @@ from workpool.backends.base import (
     RateLimitSpec,
     RunRecord,
     StepRecord,
+    WorkerRecord,
     WorkflowInfo,
 )
 from workpool.errors import CorruptRecordError
@@ -120,6 +121,8 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         created_at=number(row, "created_at"),
         available_at=number(row, "available_at"),
         has_steps=flag(row, "has_steps"),
+        fence=integer(row, "claims"),
+        isolated=flag(row, "isolate"),
     )
 
 
@@ -231,3 +234,16 @@ def _json_value(row: sqlite3.Row, field: str, stored: str | None) -> Any:
         return json.loads(stored)
     except ValueError as exc:
         raise _corrupt(row["id"], field, stored, "JSON text") from exc
+
+
+def worker_record(row: sqlite3.Row) -> WorkerRecord:
+    """A ``live_workers`` row as a WorkerRecord."""
+    return WorkerRecord(
+        id=text(row, "id"),
+        app=text(row, "app"),
+        queues=tuple(json.loads(text(row, "queues"))),
+        workflows=tuple(json.loads(text(row, "workflows"))),
+        started_at=number(row, "started_at"),
+        seen_at=number(row, "seen_at"),
+        expires_at=number(row, "expires_at"),
+    )

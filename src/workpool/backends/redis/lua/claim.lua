@@ -6,22 +6,39 @@
 -- ARGV[3]  worker id (part of each lease token)
 -- ARGV[4]  limit: most runs to claim (integer)
 -- ARGV[5]  max lease losses: a reaped run that reaches it ends failed (integer)
--- ARGV[6..] queue names, in claim priority order
+-- ARGV[6]  alone: '1' when the worker holds no run (it may take a run to isolate), '0'
+-- ARGV[7]  n, how many workflow names follow (-1: none follow, every workflow is served)
+-- ARGV[8 .. 7+n]  the workflows the worker defines
+-- ARGV[8+n ..]    queue names, in claim priority order
 --
--- Returns { next_wake_at (decimal string) or nil, claimed run, ... }, each claimed run
---   { run id, lease token, attempt, workflow, queue, input, retry or nil,
---     created_at, available_at, has_steps (1 or 0) }
+-- Returns { next_wake_at or nil, isolated_since or nil, claimed run, ... }:
+--   next_wake_at  the earliest scheduled time or lease expiry of these queues
+--   isolated_since  the earliest available_at of runs to isolate of the served
+--                   workflows that this claim left (decimal string)
+--   each claimed run  { run id, lease token, attempt, workflow, queue, input, retry or
+--                   nil, created_at, available_at, has_steps (1 or 0), claims (the
+--                   run's claim count: its fencing token), isolated (1 or 0) }
 -- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
 -- and reaping (library/reaping.lua) each handle at most BATCH runs per call, oldest
--- first, paused queues too.
+-- first, paused queues too, whatever their workflows.
 -- Runs they queue reserve a start if rate limited (unless promoted at the start they
--- reserved), then go through their gate if gated: 'ready' holds admitted runs only.
--- Taking stops at the queue's room (queues.lua); only a queue with room and claimable
--- runs left is woken for another worker, so a full or paused one never is.
+-- reserved), then go through their gate if gated: ready sets hold admitted runs only.
+-- Taking reads only the ready sets of the served workflows (ready.lua), oldest
+-- available_at first across them, and stops at the queue's room (queues.lua). A worker
+-- that holds nothing takes one run to isolate if there is one, and nothing else. A
+-- queue with room and claimable runs of served workflows left wakes their pairs for
+-- another worker, so a full or paused queue never does, nor a run nobody serves.
 local BATCH = 1000
 local now, lease_expires_at, worker_id = ARGV[1], ARGV[2], ARGV[3]
 local limit, max_lease_losses = tonumber(ARGV[4]), tonumber(ARGV[5])
-local queues = { unpack(ARGV, 6) }
+local alone, served_count = ARGV[6] == '1', tonumber(ARGV[7])
+local claim = { now = now, lease_expires_at = lease_expires_at, worker_id = worker_id }
+local first_queue = 8
+if served_count >= 0 then
+  claim.served = { unpack(ARGV, 8, 7 + served_count) }
+  first_queue = 8 + served_count
+end
+local queues = { unpack(ARGV, first_queue) }
 
 local function promote(queue, budget)
   local scheduled = queue_key(queue, 'scheduled')
@@ -31,52 +48,47 @@ local function promote(queue, budget)
     local at = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
       'available_at', 'gate', 'gate_limit', 'rate', 'rate_reserved')
     if at[8] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
-    make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
+    if make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
+        and room_now(queue) > 0 then
+      wake(at[2], at[3])
+    end
   end
   return budget - #due
 end
 
-local function take(queue, most, reply)
-  local popped = redis.call('ZPOPMIN', queue_key(queue, 'ready'), most)
-  for i = 1, #popped, 2 do
-    local run_id = popped[i]
-    local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
-      'retry', 'created_at', 'available_at', 'claims', 'has_steps')
-    local attempt = tonumber(run[1]) + 1
-    -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
-    local claims = (tonumber(run[8]) or 0) + 1
-    local token = worker_id .. ':' .. claims .. ':' .. run_id
-    set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
-      claims, 'started_at', now, 'lease_token', token)
-    redis.call('ZADD', queue_key(queue, 'leases'), lease_expires_at, run_id)
-    reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
-      run[7], run[9] == '1' and 1 or 0 }
-  end
-  return #popped / 2
-end
-
--- The earlier of best and the lowest score of a sorted set (decimal strings).
-local function earliest(key, best)
-  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-  if first[2] and (not best or tonumber(first[2]) < tonumber(best)) then return first[2] end
-  return best
-end
-
 local promote_budget, reap_budget = BATCH, BATCH
-for _, queue in ipairs(queues) do
+for _, queue in ipairs(queues) do  -- a full or paused queue wakes nobody
   promote_budget = promote(queue, promote_budget)
-  reap_budget = reap(queue, reap_budget, now, max_lease_losses)
+  local reaped = {}
+  reap_budget = reap(queue, reap_budget, now, max_lease_losses, reaped)
+  if next(reaped) and room_now(queue) > 0 then
+    for workflow in pairs(reaped) do wake(queue, workflow) end
+  end
 end
 
--- reply[1]: next_wake_at, set below; claimed runs follow. Work left wakes another worker.
-local reply, next_wake_at = { false }, nil
+-- reply[1], reply[2]: next_wake_at, isolated_since, set below; claimed runs follow.
+local reply, next_wake_at, isolating = { false, false }, nil, false
+if alone and limit > 0 then
+  for _, queue in ipairs(queues) do
+    local heads = heads_of(claim, queue)
+    if room_now(queue) > 0 and take_isolated(claim, queue, heads, reply) then
+      isolating = true
+      break
+    end
+  end
+end
 for _, queue in ipairs(queues) do
-  local room = room_in(queue, read_settings(queue))
-  local wanted, taken = math.min(limit - (#reply - 1), room), 0
-  if wanted > 0 then taken = take(queue, wanted, reply) end
-  if room > taken and redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then wake(queue) end
+  if not isolating then
+    local free = room_now(queue)
+    local wanted = math.min(limit - (#reply - 2), free)
+    local taken, left = take(claim, queue, heads_of(claim, queue), math.max(wanted, 0), reply)
+    if free > taken then
+      for workflow in pairs(left) do wake(queue, workflow) end
+    end
+  end
   next_wake_at = earliest(queue_key(queue, 'scheduled'), next_wake_at)
   next_wake_at = earliest(queue_key(queue, 'leases'), next_wake_at)
 end
 reply[1] = next_wake_at or false
+reply[2] = claim.isolated_since and string.format('%.17g', claim.isolated_since) or false
 return reply

@@ -7,26 +7,28 @@
 -- Returns a flat array with two entries per run that was NOT created, in input order:
 --   its position in the batch (1-based), the id of the run already stored
 --   (the earlier run holding its idempotency key, or itself if its id exists), or
---   nil if it was skipped (skip_if_busy at a busy gate: nothing stored)
+--   nil if it was skipped (skip_if_busy at a busy gate: nothing stored);
+-- or an error reply, writing nothing, if a number is bad (arguments.lua)
 
-local now = ARGV[1]
+local now, refused = ARGV[1], bad_now()
+for position = 1, (#ARGV - 1) / RUN_FIELDS do
+  refused = refused or bad_new_run(2 + (position - 1) * RUN_FIELDS)
+end
+if refused then return refused end
 local not_created = {}
-local queues, workflows = {}, {}
+local workflows = {}
 for position = 1, (#ARGV - 1) / RUN_FIELDS do
   local parsed = run_from_args(2 + (position - 1) * RUN_FIELDS)
   local existing, to_wake = enqueue_one(parsed, now)
   if existing == nil then  -- stored
     if to_wake then
-      queues[parsed[1].queue] = true  -- a gate wakes the queue of each run it admits
+      wake(parsed[1].queue, parsed[1].workflow)  -- a gate wakes the pair of each run it admits
     end
     workflows[parsed[1].workflow] = true
   else
     not_created[#not_created + 1] = position
     not_created[#not_created + 1] = existing  -- false (a nil reply) when skipped
   end
-end
-for queue in pairs(queues) do
-  wake(queue)
 end
 for workflow in pairs(workflows) do
   redis.call('SADD', workflows_key(), workflow)

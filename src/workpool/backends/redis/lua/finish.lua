@@ -2,23 +2,22 @@
 --
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
--- ARGV[2]  JSON array of finishes, each an object with run_id, token,
---          status ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend') and
---          optionally output (JSON text), error (JSON text), retry_at and wake_at
---          (seconds, decimal strings), waiting_on (array of child run ids)
+-- ARGV[2]  JSON array of finishes, each an object with run_id, token, status
+--          ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend') and optionally output
+--          and error (JSON texts), retry_at and wake_at (seconds, decimal strings),
+--          waiting_on (array of child run ids)
 --
--- Returns an array of 1 (applied) or 0 (lease not held: nothing changed), in order.
--- A cancel request turns failed, canceled, retry and suspend into canceled. Each
--- limited queue the runs left is woken if it has room and claimable runs (queues.lua).
+-- Returns 1 (applied) or 0 (lease not held) per entry, in order; a bad time: an error reply.
+-- A cancel request turns failed, canceled, retry and suspend into canceled. Limited
+-- queues the runs left are woken if they have room (queues.lua).
 
 local now = ARGV[1]
 
--- run: as read_run returns it. The queue is woken for a retry later too, so an idle
--- worker's next wake-up takes it into account.
+-- run: as read_run returns it. A later retry wakes its pair too (for the next wake-up).
 local function retry(run_id, run, retry_at)
   drop_lease(run_id, run)
   if make_waiting(run_id, run, retry_at or now, now, run[8], run[9], run[13]) then
-    wake(run[2])
+    wake(run[2], run[3])
   end
   count('retried', run[2], run[3], now)
 end
@@ -46,7 +45,7 @@ local function suspend(finish, run)
   redis.call('HINCRBY', run_key(run_id), 'attempts', -1)
   if resumable(finish) then
     if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
-      wake(queue)
+      wake(queue, run[3])
     end
   elseif finish.wake_at then
     set_status(run_id, queue, run[3], 'running', 'suspended', 'available_at', finish.wake_at)
@@ -63,10 +62,12 @@ local function timed(run)
 end
 
 local function apply(finish)
-  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at')
+  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at',
+    'isolate')
   if run[1] ~= 'running' or run[11] ~= finish.token then
     return 0
   end
+  if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived
   local status, fields = finish.status, {}
   if status == 'succeeded' and finish.output then
     fields = { 'output', finish.output }
@@ -82,9 +83,7 @@ local function apply(finish)
   end
   if finish.status ~= 'suspend' then timed(run) end
   if status == 'retry' then
-    if fields[1] then
-      redis.call('HSET', run_key(finish.run_id), unpack(fields))
-    end
+    if fields[1] then redis.call('HSET', run_key(finish.run_id), unpack(fields)) end
     retry(finish.run_id, run, finish.retry_at)
   else
     end_run(finish.run_id, run, status, now, fields)
@@ -92,9 +91,9 @@ local function apply(finish)
   return 1
 end
 
-local results = {}
-for _, finish in ipairs(cjson.decode(ARGV[2])) do
-  results[#results + 1] = apply(finish)
-end
+local finishes = cjson.decode(ARGV[2])
+local results, refused = {}, bad_finishes(finishes)
+if refused then return refused end
+for _, finish in ipairs(finishes) do results[#results + 1] = apply(finish) end
 wake_left_queues()
 return results

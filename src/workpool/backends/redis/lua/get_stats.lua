@@ -5,13 +5,15 @@
 -- ARGV[1]  the first minute (its start, a whole number of seconds)
 -- ARGV[2]  the last minute, likewise
 --
--- Returns { activity, counters, oldest }:
+-- Returns { activity, counters, oldest, workers }:
 --   activity: flat, per pair that has had a run: pair, then its runs scheduled, queued,
 --     running and suspended (ZCARD of its list indexes, see listing.lua)
 --   counters: flat, per "<counter>:<pair>" field written in those minutes: the field,
 --     then its sum over them (a decimal string; see counters.lua)
 --   oldest: flat, per queue of those pairs with claimable runs: the queue, then the
---     lowest score (available_at) of its 'ready' set
+--     earliest available_at of its claimable runs (from its heads, ready.lua)
+--   workers: the JSON text of every worker record (expired ones too: the caller
+--     filters them)
 -- The cost grows with the pairs and the minutes, not with the runs stored.
 
 local ACTIVE = { 'scheduled', 'queued', 'running', 'suspended' }
@@ -46,10 +48,15 @@ end
 
 local oldest = {}
 for queue in pairs(queues) do
-  local first = redis.call('ZRANGE', queue_key(queue, 'ready'), 0, 0, 'WITHSCORES')
-  if first[2] then
+  local best = nil
+  local heads = redis.call('ZRANGE', heads_key(queue), 0, -1, 'WITHSCORES')
+  for i = 2, #heads, 2 do
+    local at = time_of_score(heads[i])
+    if best == nil or at < best then best = at end
+  end
+  if best then
     oldest[#oldest + 1] = queue
-    oldest[#oldest + 1] = first[2]
+    oldest[#oldest + 1] = string.format('%.17g', best)
   end
 end
-return { activity, counters, oldest }
+return { activity, counters, oldest, redis.call('HVALS', workers_key()) }

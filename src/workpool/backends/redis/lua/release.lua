@@ -20,7 +20,7 @@ for i = 2, #ARGV, 2 do
     else
       drop_lease(run_id, run)
       if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
-        wake(run[2])
+        wake(run[2], run[3])
       end
     end
     released = released + 1

@@ -32,7 +32,7 @@ local run = {
   gate_limit = old[9] or nil, rate = old[10] or nil, retry_of = run_id,
 }
 if store_run(run, now) then
-  wake(run.queue)
+  wake(run.queue, run.workflow)
 end
 redis.call('SADD', workflows_key(), run.workflow)
 redis.call('HSET', run_key(run_id), 'retried_as', new_id)

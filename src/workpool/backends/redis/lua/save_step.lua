@@ -10,7 +10,8 @@
 -- ARGV[7..] with ARGV[6]: the child run, RUN_FIELDS values (see library/enqueueing.lua)
 --
 -- Returns the step JSON text as stored, or nil if the lease is not held (nothing
--- changed). Without a child the text is stored verbatim, never decoded.
+-- changed). Without a child the text is stored verbatim, never decoded. A bad number
+-- (now, the child's: see arguments.lua) gets an error reply and nothing is written.
 
 local now, run_id, token, name = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 
@@ -32,7 +33,7 @@ local function start_child(kind, step_json)
     redis.call('RPUSH', children_key(run_id), child_id)
     redis.call('SADD', workflows_key(), child.workflow)
     if to_wake then
-      wake(child.queue)
+      wake(child.queue, child.workflow)
     end
   elseif kind == 'workflow' then
     local found = redis.call('HMGET', run_key(child_id), 'status', 'output', 'error',
@@ -48,6 +49,8 @@ local function start_child(kind, step_json)
   return cjson.encode(step)
 end
 
+local refused = bad_now() or (ARGV[6] and bad_new_run(7))
+if refused then return refused end
 local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token', 'has_steps')
 if run[1] ~= 'running' or run[2] ~= token then
   return nil

@@ -44,8 +44,8 @@ else
   end
 end
 local grew = capacity(limit, paused) > capacity(stored[1], stored[2] == '1')
-if grew and room_in(queue, tonumber(limit), paused) > 0
-    and redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
-  wake(queue)
+local room = room_in(queue, tonumber(limit), paused)
+if grew and room > 0 then
+  wake_queue(queue, math.min(room, WAKE_AT_MOST))
 end
 return { limit, paused_flag }

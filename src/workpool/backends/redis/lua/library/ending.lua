@@ -1,10 +1,9 @@
 -- Library: terminal transitions and cancellation, down the tree of awaited children.
 
--- The queue index that holds a run in each non-terminal status (a suspended run is
--- in 'scheduled' only if it has a timer; removing it when absent is harmless).
-local INDEX_OF_STATUS = {
-  queued = 'ready', scheduled = 'scheduled', running = 'leases', suspended = 'scheduled',
-}
+-- The queue index that holds a run in each non-terminal status but queued (ready.lua;
+-- a suspended run is in 'scheduled' only if it has a timer; removing it when absent is
+-- harmless).
+local INDEX_OF_STATUS = { scheduled = 'scheduled', running = 'leases', suspended = 'scheduled' }
 
 local cancel_one  -- defined below: end_run and cancel_one call each other
 
@@ -41,6 +40,8 @@ local function end_run(run_id, run, status, now, fields)
   if current == 'running' then leave_running(queue) end
   if run[8] and current == 'queued' and run[10] ~= '1' then
     redis.call('ZREM', gate_waiting_key(run[8]), run_id)  -- it waited: it frees nothing
+  elseif current == 'queued' then
+    unready(run_id, queue, workflow)
   else
     redis.call('ZREM', queue_key(queue, INDEX_OF_STATUS[current]), run_id)
   end

@@ -1,39 +1,27 @@
--- Library: waking workers, and concurrency gates (Backend docstring, "Concurrency gates").
+-- Library: concurrency gates (Backend docstring, "Concurrency gates").
 --
--- A gated queued run is either admitted (hash field admitted = '1', in its queue's
--- 'ready' set, claimable) or waiting (in its gate's waiting set, not claimable). A
+-- A gated queued run is either admitted (hash field admitted = '1', in its pair's
+-- ready set, claimable) or waiting (in its gate's waiting set, not claimable). A
 -- running gated run stays admitted. The 'gates' hash counts each gate's admitted runs
--- (the field is deleted at 0). Claims never look at gates: 'ready' holds admitted runs.
+-- (the field is deleted at 0). Claims never look at gates: ready sets hold admitted runs.
 -- Ungated runs have no gate field and none of this costs them a command.
 
--- Push a token on the queue's signal list (kept at most one long) to wake a worker.
-local function wake(queue)
-  local signal = queue_key(queue, 'signal')
-  if redis.call('LLEN', signal) == 0 then
-    redis.call('RPUSH', signal, '1')
-  end
-end
-
 -- Admit the gate's oldest waiting runs while it admits fewer than limit (the limit of
--- the run that joined or left); count: its admitted runs now. Admitted runs go to
--- their queue's 'ready' set (score available_at, carried over from the waiting set)
--- and wake that queue's workers. Returns the new count, which the caller stores.
+-- the run that joined or left); count: its admitted runs now. Admitted runs become
+-- ready (available_at carried over from the waiting set) and wake their pair's
+-- workers. Returns the new count, which the caller stores.
 local function admit_waiting(gate, limit, count)
   local room = tonumber(limit) - count
   if room <= 0 then
     return count
   end
   local popped = redis.call('ZPOPMIN', gate_waiting_key(gate), room)
-  local woken = {}
   for i = 1, #popped, 2 do
     local run_id = popped[i]
-    local queue = redis.call('HGET', run_key(run_id), 'queue')
+    local run = redis.call('HMGET', run_key(run_id), 'queue', 'workflow')
     redis.call('HSET', run_key(run_id), 'admitted', '1')
-    redis.call('ZADD', queue_key(queue, 'ready'), popped[i + 1], run_id)
-    if not woken[queue] then
-      woken[queue] = true
-      wake(queue)
-    end
+    make_ready(run_id, run[1], run[2], popped[i + 1])
+    wake(run[1], run[2])
   end
   return count + #popped / 2
 end
@@ -63,11 +51,11 @@ end
 
 -- A gated run became queued (status set, in no queue index; with at_once, its field
 -- admitted is set too). count, at_once: gate_room's answer. Admitted at once, it goes
--- to 'ready' and the caller wakes its queue (returns true); else it waits at the gate,
--- which then admits what it can (maybe this run, waking its queue; returns false).
-local function join_gate(run_id, gate, limit, queue, available_at, count, at_once)
+-- ready and the caller wakes its pair (returns true); else it waits at the gate, which
+-- then admits what it can (maybe this run, waking its pair; returns false).
+local function join_gate(run_id, gate, limit, queue, workflow, available_at, count, at_once)
   if at_once then
-    redis.call('ZADD', queue_key(queue, 'ready'), available_at, run_id)
+    make_ready(run_id, queue, workflow, available_at)
     store_count(gate, count + 1, count)
     return true
   end

@@ -36,7 +36,7 @@ local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
       end
       redis.call('SADD', workflows_key(), hook.workflow)
       if store_run(run, now) then
-        wake(hook.queue)
+        wake(hook.queue, hook.workflow)
       end
     end
   end

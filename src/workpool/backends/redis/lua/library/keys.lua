@@ -90,3 +90,8 @@ local function finished_key() return prefix .. ':finished' end
 -- start, a whole number); stats_minutes_key, a sorted set of the minutes that have one.
 local function stats_key(minute) return prefix .. ':stats:' .. minute end
 local function stats_minutes_key() return prefix .. ':stats' end
+
+-- Workers (heartbeat.lua): workers_key, a hash of worker id -> JSON text of its record;
+-- workers_expiry_key, a sorted set of worker ids scored by when each record expires.
+local function workers_key() return prefix .. ':workers' end
+local function workers_expiry_key() return prefix .. ':workers:expiry' end

@@ -22,6 +22,22 @@ local function room_in(queue, max_parallelism, paused)
   return max_parallelism - redis.call('ZCARD', queue_key(queue, 'leases'))
 end
 
+local settings_read = {}  -- queue -> { max_parallelism, paused }, read once per call
+
+-- How many more runs of the queue may start now (room_in), its settings read once per
+-- script call.
+local function room_now(queue)
+  if not settings_read[queue] then settings_read[queue] = { read_settings(queue) } end
+  return room_in(queue, settings_read[queue][1], settings_read[queue][2])
+end
+
+-- The earlier of best and the lowest score of a sorted set (decimal strings).
+local function earliest(key, best)
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if first[2] and (not best or tonumber(first[2]) < tonumber(best)) then return first[2] end
+  return best
+end
+
 -- The queues in which runs left 'running' during this script call (name -> true),
 -- noted by drop_lease and end_run. The scripts that make running runs leave (finish,
 -- release) call wake_left_queues at their end; claim does not: it wakes a queue that
@@ -32,15 +48,21 @@ local function leave_running(queue)
   left_running[queue] = true
 end
 
+-- Most workflows of a queue whose workers one change of room wakes (the oldest first).
+local WAKE_AT_MOST = 16
+
 -- Wake each queue runs left 'running' in if it has a max_parallelism, is not paused,
--- has room and has claimable runs: its idle workers may have stopped at the limit.
--- One HMGET per queue per script call, so an unlimited queue costs nothing per run.
+-- and has room: the workers of its oldest claimable runs' workflows may have stopped at
+-- the limit. One HMGET per queue per script call, so an unlimited queue costs nothing
+-- per run.
 local function wake_left_queues()
   for queue in pairs(left_running) do
     local max_parallelism, paused = read_settings(queue)
-    if max_parallelism and room_in(queue, max_parallelism, paused) > 0
-        and redis.call('ZCARD', queue_key(queue, 'ready')) > 0 then
-      wake(queue)
+    if max_parallelism then
+      local room = room_in(queue, max_parallelism, paused)
+      if room > 0 then
+        wake_queue(queue, math.min(room, WAKE_AT_MOST))
+      end
     end
   end
 end

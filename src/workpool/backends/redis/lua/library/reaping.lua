@@ -10,8 +10,9 @@ end
 
 -- Reap up to budget expired leases of queue, oldest expiry first: a run with a cancel
 -- request ends canceled, one that lost its lease max_lease_losses times ends failed,
--- others are queued again now (counted as retried). Returns the budget left.
-local function reap(queue, budget, now, max_lease_losses)
+-- others are queued again now, to run alone (counted as retried), their workflows noted
+-- in to_wake (workflow -> true) for the caller. Returns the budget left.
+local function reap(queue, budget, now, max_lease_losses, to_wake)
   local leases = queue_key(queue, 'leases')
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(expired) do
@@ -23,8 +24,13 @@ local function reap(queue, budget, now, max_lease_losses)
     elseif losses >= max_lease_losses then
       end_run(run_id, run, 'failed', now, { 'error', lost_error(losses) })
     else
+      -- Its worker died or stalled, maybe because of another run it held: it runs alone
+      -- next (claim.lua), so a death that follows is its own.
       drop_lease(run_id, run)
-      make_waiting(run_id, run, now, now, run[8], run[9], run[12])
+      redis.call('HSET', run_key(run_id), 'isolate', '1')
+      if make_waiting(run_id, run, now, now, run[8], run[9], run[12]) then
+        to_wake[run[3]] = true
+      end
       count('retried', run[2], run[3], now)
     end
   end

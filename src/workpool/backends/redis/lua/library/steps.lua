@@ -37,7 +37,7 @@ local function notify_parent(run_id, parent_id, step_name, status, stored, now)
   if parent[1] == 'suspended' then
     redis.call('ZREM', queue_key(parent[2], 'scheduled'), parent_id)  -- its timer, if any
     if make_waiting(parent_id, parent, now, now, parent[4], parent[5], parent[6]) then
-      wake(parent[2])
+      wake(parent[2], parent[3])
     end
   end
 end

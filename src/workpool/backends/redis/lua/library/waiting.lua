@@ -1,6 +1,5 @@
--- Library: storing runs and putting them in (or back in) their queue.
--- Times are decimal strings (seconds since the epoch) passed through unchanged, so
--- no precision is lost to Lua's number formatting.
+-- Library: storing runs and putting them in (or back in) their queue. Times are decimal
+-- strings passed through unchanged, so no precision is lost to Lua's number formatting.
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
@@ -12,13 +11,13 @@ local function read_run(run_id, ...)
     'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', ...)
 end
 
--- Make a run waiting: queued if available_at <= now (in 'ready', or at its gate if
--- gate is set; limit: its gate_limit), else 'scheduled'. run: its status before, queue
+-- Make a run waiting: queued if available_at <= now (ready, or at its gate if gate is
+-- set; limit: its gate_limit), else 'scheduled'. run: its status before, queue
 -- and workflow (run[1..3], as read_run returns them). rate: its rate field (nil: no
 -- limits, or it holds a reservation): queued, it first reserves a start, and a later one
 -- makes it 'scheduled' at that start (rates.lua). The caller has already removed it from
--- every other queue index. Returns true when the caller must wake the queue (false when
--- it waits at its gate; a gate wakes the queue of each run it admits).
+-- every other queue index. Returns true when the caller must wake its pair (false when
+-- it waits at its gate; a gate wakes the pair of each run it admits).
 local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
   local from, queue, workflow = run[1], run[2], run[3]
   if tonumber(available_at) > tonumber(now) then
@@ -33,10 +32,10 @@ local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
       fields[3], fields[4] = 'admitted', '1'
     end
     set_status(run_id, queue, workflow, from, 'queued', unpack(fields))
-    return join_gate(run_id, gate, limit, queue, available_at, count, at_once)
+    return join_gate(run_id, gate, limit, queue, workflow, available_at, count, at_once)
   else
     set_status(run_id, queue, workflow, from, 'queued', 'available_at', available_at)
-    redis.call('ZADD', queue_key(queue, 'ready'), available_at, run_id)
+    make_ready(run_id, queue, workflow, available_at)
   end
   return true
 end
@@ -63,7 +62,7 @@ local OPTIONAL_RUN_FIELDS = {
 -- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua) and
 -- retry_of.
 -- Does not record the workflow name: batch callers do it once per batch. Returns true
--- when the caller must wake the queue (see make_waiting).
+-- when the caller must wake its pair (see make_waiting).
 local function store_run(run, now)
   local status, count, at_once = 'queued', nil, false
   if run.rate and tonumber(run.available_at) <= tonumber(now) then
@@ -85,16 +84,16 @@ local function store_run(run, now)
       fields[#fields + 1] = run[name]
     end
   end
-  if at_once then
-    fields[#fields + 1], fields[#fields + 2] = 'admitted', '1'
-  end
+  if at_once then fields[#fields + 1], fields[#fields + 2] = 'admitted', '1' end
   set_status(run.id, run.queue, run.workflow, nil, status, unpack(fields))
   redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
   if count then
-    return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.available_at, count,
-      at_once)
+    return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.workflow,
+      run.available_at, count, at_once)
+  elseif status == 'queued' then
+    add_ready(run.id, run.queue, run.workflow, run.available_at)
+  else
+    redis.call('ZADD', queue_key(run.queue, 'scheduled'), run.available_at, run.id)
   end
-  redis.call('ZADD', queue_key(run.queue, status == 'queued' and 'ready' or 'scheduled'),
-    run.available_at, run.id)
   return true
 end

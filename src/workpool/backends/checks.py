@@ -1,0 +1,64 @@
+"""Checks of the times a write would store, run by both backends before its first write.
+
+The client refuses bad values at the API edge; these catch a value that got past it
+(a bug, a broken clock, a direct caller of the protocol). A time must be storable
+(``workpool.validation.storable_time``), so every stored time reads back. A bad value
+raises ValueError naming the run and field, and the operation writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from workpool.backends.base import Finish, NewRun, StepRecord
+from workpool.validation import storable_time
+
+
+def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
+    """Refuse a batch of runs if any holds a time or key lifetime that cannot be stored."""
+    check_now(now)
+    for run in runs:
+        _check(run.id, "available_at", run.available_at)
+        if run.idempotency_key is not None:
+            if not run.idempotency_ttl > 0:
+                raise ValueError(
+                    f"run {run.id}: idempotency_ttl {run.idempotency_ttl!r} is not a positive "
+                    "number of seconds; nothing was written"
+                )
+            _check(run.id, "idempotency_ttl (the key's expiry)", now + run.idempotency_ttl)
+
+
+def check_finishes(finishes: Sequence[Finish], now: float) -> None:
+    """Refuse a batch of outcomes if any holds a time that cannot be stored."""
+    check_now(now)
+    for finish in finishes:
+        for field in ("retry_at", "wake_at"):
+            value = getattr(finish, field)
+            if value is not None:
+                _check(finish.lease.run_id, field, value)
+
+
+def check_step(run_id: str, step: StepRecord, now: float, child: NewRun | None) -> None:
+    """Refuse a step (and its child run) if either holds a time that cannot be stored."""
+    check_now(now)
+    _check(run_id, f"step {step.name!r} started_at", step.started_at)
+    for field in ("wake_at", "finished_at"):
+        value = getattr(step, field)
+        if value is not None:
+            _check(run_id, f"step {step.name!r} {field}", value)
+    if child is not None:
+        check_new_runs([child], now)
+
+
+def check_now(now: float) -> None:
+    """Refuse an operation at a time that cannot be stored (a broken clock)."""
+    if not storable_time(now):
+        raise ValueError(f"now is {now!r}, not a time workpool can store; nothing was written")
+
+
+def _check(run_id: str, field: str, value: float) -> None:
+    if not storable_time(value):
+        raise ValueError(
+            f"run {run_id}: {field} is {value!r}, not a time workpool can store (finite, "
+            "between years 1 and 9999); nothing was written"
+        )

@@ -1,0 +1,57 @@
+-- Library: checks of the numeric arguments of enqueue.lua, finish.lua and save_step.lua,
+-- made for every entry of a batch before the first write, so a bad number gets an error
+-- reply and nothing is written (their callers check first too: backends/checks.py).
+-- Each bad_* function returns that error reply, or nil when its arguments are good.
+
+-- Whether value (a decimal string) reads as a finite number: not NaN, not infinite.
+local function finite(value)
+  local number = tonumber(value)
+  return number ~= nil and number == number and math.abs(number) ~= math.huge
+end
+
+local function refuse(where, what, value)
+  return redis.error_reply('invalid argument: ' .. where .. what .. ' ' .. tostring(value)
+    .. ' is not a finite number in range; nothing was written')
+end
+
+-- ARGV[1], the operation's now.
+local function bad_now()
+  if not finite(ARGV[1]) then
+    return refuse('', 'now', ARGV[1])
+  end
+end
+
+-- The optional time field of a finish (a decoded finish.lua entry).
+local function bad_time(finish, field)
+  if finish[field] ~= nil and not finite(finish[field]) then
+    return refuse('run ' .. tostring(finish.run_id) .. ': ', field, finish[field])
+  end
+end
+
+-- now and every entry of a batch of finishes (decoded finish.lua entries).
+local function bad_finishes(finishes)
+  local refused = bad_now()
+  for _, finish in ipairs(finishes) do
+    refused = refused or bad_time(finish, 'retry_at') or bad_time(finish, 'wake_at')
+  end
+  return refused
+end
+
+-- The new run whose RUN_FIELDS arguments start at ARGV[base] (enqueueing.lua): its
+-- available_at; with a key, its expiry and TTL (ms, >= 1); with a gate, its limit (>= 1).
+local function bad_new_run(base)
+  local where = 'run ' .. ARGV[base] .. ': '
+  local checks = { { 4, 'available_at' } }
+  if ARGV[base + 7] ~= '' then
+    checks[2], checks[3] = { 8, 'idempotency expiry' }, { 9, 'idempotency TTL', 1 }
+  end
+  if ARGV[base + 10] ~= '' then
+    checks[#checks + 1] = { 10, 'max_concurrency', 1 }
+  end
+  for _, check in ipairs(checks) do
+    local value = ARGV[base + check[1]]
+    if not finite(value) or (check[3] and tonumber(value) < check[3]) then
+      return refuse(where, check[2], value)
+    end
+  end
+end

@@ -1,0 +1,100 @@
+-- Library: taking claimable runs for a worker (claim.lua, Backend.claim step 3).
+--
+-- A claim is a table { now, lease_expires_at, worker_id, served (the workflows the worker
+-- defines; nil: all), isolated_since (set by take) }. Only the served workflows' ready
+-- sets are read (ready.lua): oldest first across them, from one ZMSCORE of the heads.
+
+-- Lease one run (already out of its ready set) to this worker; append it to reply.
+local function start(claim, run_id, queue, reply, isolated)
+  local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
+    'retry', 'created_at', 'available_at', 'claims', 'has_steps')
+  local attempt = tonumber(run[1]) + 1
+  -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
+  local claims = (tonumber(run[8]) or 0) + 1
+  local token = claim.worker_id .. ':' .. claims .. ':' .. run_id
+  set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
+    claims, 'started_at', claim.now, 'lease_token', token)
+  redis.call('ZADD', queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
+  reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
+    run[7], run[9] == '1' and 1 or 0, claims, isolated and 1 or 0 }
+end
+
+-- The served workflows with claimable runs in the queue: workflow -> head score.
+local function heads_of(claim, queue)
+  local heads, served = {}, claim.served
+  if served == nil then
+    local flat = redis.call('ZRANGE', heads_key(queue), 0, -1, 'WITHSCORES')
+    for i = 1, #flat, 2 do heads[flat[i]] = tonumber(flat[i + 1]) end
+  elseif #served > 0 then
+    local scores = redis.call('ZMSCORE', heads_key(queue), unpack(served))
+    for i, workflow in ipairs(served) do
+      if scores[i] then heads[workflow] = tonumber(scores[i]) end
+    end
+  end
+  return heads
+end
+
+-- The lowest score of (queue, workflow) among runs not to isolate, or nil.
+local function normal_head(queue, workflow, head)
+  if head >= ISOLATED_BELOW then return head end
+  local first = redis.call('ZRANGEBYSCORE', ready_key(queue, workflow), ISOLATED_BELOW,
+    '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+  return first[2] and tonumber(first[2]) or nil
+end
+
+-- The workflow of lowest score in heads, that score, and the next lowest (or nil).
+local function lowest(heads)
+  local best, best_score, second = nil, nil, nil
+  for workflow, score in pairs(heads) do
+    if best_score == nil or score < best_score then
+      second, best, best_score = best_score, workflow, score
+    elseif second == nil or score < second then
+      second = score
+    end
+  end
+  return best, best_score, second
+end
+
+-- Take up to most runs not to isolate from the queue, oldest first across the served
+-- workflows (heads: as heads_of gives them; the earliest run to isolate seen is noted
+-- in claim.isolated_since). Returns how many it took and the served workflows with
+-- runs not to isolate left (workflow -> score).
+local function take(claim, queue, heads, most, reply)
+  local normal = {}
+  for workflow, score in pairs(heads) do
+    local since = score < ISOLATED_BELOW and time_of_score(score)
+    if since and (claim.isolated_since == nil or since < claim.isolated_since) then
+      claim.isolated_since = since
+    end
+    normal[workflow] = normal_head(queue, workflow, score)
+  end
+  local taken, touched = 0, {}
+  while taken < most do
+    local workflow, _, second = lowest(normal)
+    if workflow == nil then break end
+    local key = ready_key(queue, workflow)
+    local upper = second and string.format('%.17g', second) or '+inf'
+    local ids = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, upper, 'LIMIT', 0, most - taken)
+    for _, run_id in ipairs(ids) do
+      redis.call('ZREM', key, run_id)
+      start(claim, run_id, queue, reply, false)
+    end
+    taken = taken + #ids
+    touched[workflow] = true
+    normal[workflow] = #ids > 0 and normal_head(queue, workflow, -math.huge) or nil
+  end
+  for workflow in pairs(touched) do set_head(queue, workflow) end
+  return taken, normal
+end
+
+-- Take the oldest run to isolate of the queue, if any; returns whether it took one.
+local function take_isolated(claim, queue, heads, reply)
+  local workflow, score = lowest(heads)
+  if workflow == nil or score >= ISOLATED_BELOW then return false end
+  local key = ready_key(queue, workflow)
+  local run_id = redis.call('ZRANGE', key, 0, 0)[1]
+  redis.call('ZREM', key, run_id)
+  start(claim, run_id, queue, reply, true)
+  set_head(queue, workflow)
+  return true
+end

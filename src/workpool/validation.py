@@ -1,0 +1,119 @@
+"""Checks of the names, durations and times users give, at the API edge.
+
+Each check returns the value (as workpool stores it) or raises ``ConfigurationError``
+saying what was wrong and what to do. Times must fall within ``EARLIEST`` and
+``LATEST``: a day inside ``datetime``'s range, so a stored time reads back as a
+datetime in every time zone. The backends refuse other times too (``storable_time``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import unicodedata
+from datetime import UTC, datetime, timedelta
+
+from workpool.errors import ConfigurationError
+
+MAX_NAME_LENGTH = 200
+"""Most characters in a workflow, queue, step, app or prefix name or a key."""
+
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+"""The earliest time workpool stores."""
+LATEST = datetime(9999, 12, 31, tzinfo=UTC)
+"""The latest time workpool stores."""
+EARLIEST_TIME = EARLIEST.timestamp()
+LATEST_TIME = LATEST.timestamp()
+LONGEST_SPAN = LATEST_TIME - EARLIEST_TIME
+"""Seconds from EARLIEST to LATEST: no delay or lifetime can be longer."""
+LONGEST_WAIT = timedelta(days=36525)
+"""A hundred years: the longest retry wait or rate limit period accepted."""
+
+
+def check_name(value: object, *, what: str) -> str:
+    """A name: a non-empty str of at most MAX_NAME_LENGTH characters that UTF-8 can
+    encode (no lone surrogate) and without control characters."""
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{what} must be a string, got {type(value).__name__} {value!r}")
+    if not value or len(value) > MAX_NAME_LENGTH:
+        raise ConfigurationError(
+            f"{what} must be a non-empty string of at most {MAX_NAME_LENGTH} characters, "
+            f"got {value!r}"
+        )
+    if not value.isprintable():  # fast path: printable text has neither problem
+        for char in value:
+            category = unicodedata.category(char)
+            if category == "Cs":
+                raise ConfigurationError(
+                    f"{what} {value!r} holds a lone surrogate ({char!r}), which UTF-8 cannot "
+                    "store: pass valid Unicode text (decode bytes with errors='replace')"
+                )
+            if category == "Cc":
+                raise ConfigurationError(
+                    f"{what} {value!r} holds a control character ({char!r}): names are "
+                    "shown in logs and tables; use printable characters only"
+                )
+    return value
+
+
+def storable_time(value: float) -> bool:
+    """Whether ``value`` (seconds since the epoch) is finite and within EARLIEST..LATEST."""
+    return EARLIEST_TIME <= value <= LATEST_TIME  # False for NaN and infinities
+
+
+def check_time(value: float, *, what: str) -> float:
+    """``value`` if storable (see ``storable_time``), else ConfigurationError."""
+    if not storable_time(value):
+        raise ConfigurationError(
+            f"{what} is {value!r}, not a time between {EARLIEST.date()} and "
+            f"{LATEST.date()} (UTC); give a time within that range"
+        )
+    return value
+
+
+def timestamp_of(when: object, *, what: str) -> float:
+    """The timestamp of a datetime (naive: local time) that workpool can store."""
+    if not isinstance(when, datetime):
+        raise ConfigurationError(
+            f"{what} must be a datetime (naive: local time), got {type(when).__name__} "
+            f"{when!r}; for a delay use a timedelta or a number of seconds"
+        )
+    try:
+        stamp = when.timestamp()
+    except (OverflowError, ValueError, OSError):
+        stamp = math.nan  # outside what the platform's clock functions cover
+    return check_time(stamp, what=f"{what} ({when.isoformat()})")
+
+
+def check_timedelta(value: object, *, what: str, positive: bool = False) -> timedelta:
+    """A timedelta that is not negative (with ``positive``: more than zero)."""
+    if not isinstance(value, timedelta) or value < timedelta(0) or (positive and not value):
+        kind = "positive" if positive else "non-negative"
+        raise ConfigurationError(f"{what} must be a {kind} timedelta, got {value!r}")
+    return value
+
+
+def duration_seconds(value: object, *, what: str, positive: bool = False) -> float:
+    """Seconds of a timedelta or a real number (not a bool), finite and at most
+    LONGEST_SPAN either way; with ``positive``, more than zero."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif not isinstance(value, bool) and isinstance(value, numbers.Real):
+        try:
+            seconds = float(value)
+        except OverflowError:
+            seconds = math.inf
+    else:
+        raise ConfigurationError(
+            f"{what} must be a timedelta or a number of seconds, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    if not abs(seconds) <= LONGEST_SPAN:  # NaN too
+        raise ConfigurationError(
+            f"{what} is {seconds!r} seconds: give a finite duration of at most "
+            f"{LONGEST_SPAN:.0f} s (times are stored between {EARLIEST.date()} and "
+            f"{LATEST.date()})"
+        )
+    if positive and seconds <= 0:
+        raise ConfigurationError(f"{what} must be positive, got {value!r}")
+    return seconds
