@@ -62,7 +62,9 @@ async def test_a_deep_backlog_nobody_serves_does_not_hide_a_served_run(
     assert [run.lease.run_id for run in taken.runs] == [mine]
 
 
-async def test_every_claim_of_a_run_has_a_larger_fence(backend: Backend, clock: ManualClock) -> None:
+async def test_every_claim_of_a_run_has_a_larger_fence(
+    backend: Backend, clock: ManualClock
+) -> None:
     now = clock.now()
     await enqueue_new(backend, now)
 
@@ -87,7 +89,8 @@ async def test_a_run_that_lost_its_lease_is_claimed_alone(
     assert busy.isolated_since == expired
     assert [await status_of(backend, run_id) for run_id in ids] == ["queued"] * 3
     lone = await claim(backend, expired + 1, limit=10, alone=True)
-    assert len(lone.runs) == 1 and lone.runs[0].isolated
+    assert len(lone.runs) == 1
+    assert lone.runs[0].isolated
     assert lone.runs[0].lease.run_id in ids
 
 
@@ -140,7 +143,8 @@ async def test_heartbeats_list_the_live_workers_until_they_expire(
     live = await backend.list_workers(now + 5)
 
     assert [(worker.id, worker.seen_at) for worker in live] == [("w1", now), ("w2", now)]
-    assert live[0].workflows == ("charge", "refund") and live[0].serves("default", "refund")
+    assert live[0].workflows == ("charge", "refund")
+    assert live[0].serves("default", "refund")
     assert not live[1].serves("default", "charge")
     assert [worker.id for worker in await backend.list_workers(now + 10)] == ["w1"]
     stats = await backend.get_stats(now, now + 5)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
+from tests.integration.processes import Workers
 from workpool import Worker, Workpool
 
 
@@ -27,3 +29,11 @@ async def pool(backend_url: str) -> AsyncIterator[Workpool]:
     yield instance
     await instance.aclose()
     instance.close()
+
+
+@pytest.fixture
+def workers(backend_url: str, tmp_path: Path) -> Iterator[Workers]:
+    """Worker processes on the backend under test; killed at teardown."""
+    started = Workers(backend_url, tmp_path / "executions.log")
+    yield started
+    started.stop_all()

@@ -108,3 +108,21 @@ def running_now(change: int) -> int:
         handle.truncate()
         handle.write(str(value))
         return value
+
+
+@pool.workflow(max_concurrency=None)
+async def steady(ctx: RunContext, seconds: float) -> float:
+    """Announces its start, waits (without blocking the loop), announces its end."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    await asyncio.sleep(seconds)
+    log("done", ctx.run_id, ctx.attempt, os.getpid())
+    return seconds
+
+
+@pool.workflow(max_concurrency=None)
+async def paced(ctx: RunContext, pause: float) -> str:
+    """A step, a pause between steps (a test stops the worker there), a second step."""
+    await ctx.step.run("one", log, "step", ctx.run_id, "one", os.getpid(), ctx.fencing_token)
+    await asyncio.sleep(pause)
+    await ctx.step.run("two", log, "step", ctx.run_id, "two", os.getpid(), ctx.fencing_token)
+    return "done"

@@ -110,6 +110,39 @@ async def test_an_outage_logs_one_error_and_one_line_when_contact_is_back(
     assert others == [errors_logged[0].getMessage(), back[0].getMessage()]
 
 
+async def test_a_restart_while_a_step_is_saved_is_ridden_out_without_using_the_attempt(
+    redis_server: Callable[[Sequence[str]], RedisServer],
+) -> None:
+    server = redis_server(DURABLE)
+    computing, down = asyncio.Event(), asyncio.Event()
+    async with Workpool(server.url, app="tests") as pool:
+
+        async def slow_part() -> str:
+            computing.set()
+            await down.wait()  # Redis goes away before this step is saved
+            return "computed"
+
+        @pool.workflow(max_concurrency=None)  # no retry policy: one attempt
+        async def durable(ctx: RunContext, _: None) -> str:
+            first: str = await ctx.step.run("compute", slow_part)
+            second: str = await ctx.step.run("after", lambda: "saved")
+            return f"{first} and {second}"
+
+        worker = pool.worker(lease=timedelta(seconds=10), renew_every=timedelta(seconds=1))
+        handle = await durable.run(None)
+        async with worker:
+            await asyncio.wait_for(computing.wait(), timeout=10)
+            server.stop()
+            down.set()
+            await asyncio.sleep(1.5)  # the outage itself: its length is the point here
+            server.start()
+            assert await handle.result(timeout=20) == "computed and saved"
+        run = await pool.get_run(handle.id)
+        steps = await pool.get_steps(handle.id)
+    assert (run.status, run.attempts) == ("succeeded", 1)
+    assert [(step.name, step.attempts) for step in steps] == [("compute", 1), ("after", 1)]
+
+
 async def startup_records(
     server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> list[logging.LogRecord]:

@@ -213,14 +213,19 @@ async def test_enqueue_many_returns_handles_in_order(pool: Workpool) -> None:
     assert results == [n * n for n in range(50)]
 
 
-async def test_unknown_workflow_fails_without_retry(pool: Workpool) -> None:
+async def test_a_run_of_a_workflow_the_worker_does_not_define_waits_for_one_that_does(
+    pool: Workpool,
+) -> None:
     handle = await pool.run_by_name("defined_elsewhere", {"x": 1}, retry=True)
+
+    @pool.workflow(max_concurrency=None)
+    async def local(ctx: RunContext, value: int) -> int:
+        return value
+
     async with fast_worker(pool):
-        with pytest.raises(RunFailedError) as failure:
-            await handle.result(timeout=10)
-    assert failure.value.error.type == "UnknownWorkflowError"
-    assert "defined_elsewhere" in failure.value.error.message
-    assert (await pool.get_run(handle.id)).attempts == 1
+        assert await (await local.run(3)).result(timeout=10) == 3  # it claimed past it
+    run = await pool.get_run(handle.id)
+    assert (run.status, run.attempts, run.error) == ("queued", 0, None)
 
 
 async def test_run_by_name_validates_known_workflows(pool: Workpool) -> None:

@@ -51,6 +51,8 @@ class ActiveRuns:
         self._runs: dict[str, ActiveRun] = {}
         self._executing = 0
         self._slot_freed = asyncio.Event()
+        self._changes = 0
+        """Counts slots freed and runs left, so a waiter misses none (see wait_for_change)."""
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -69,7 +71,7 @@ class ActiveRuns:
     def free_slot(self) -> None:
         """A held run's handler finished (any way): free the slot it took."""
         self._executing -= 1
-        self._slot_freed.set()
+        self._changed()
 
     def remove(self, entry: ActiveRun) -> None:
         """Forget a run (outcome written, lost or released)."""
@@ -77,12 +79,23 @@ class ActiveRuns:
             entry.fence_timer.cancel()
         if self._runs.get(entry.run_id) is entry:
             del self._runs[entry.run_id]
-            self._slot_freed.set()
+            self._changed()
 
-    async def wait_for_free_slot(self) -> None:
-        """Return once a slot was freed or a run left since the last call."""
-        self._slot_freed.clear()
-        await self._slot_freed.wait()
+    def _changed(self) -> None:
+        self._changes += 1
+        self._slot_freed.set()
+
+    @property
+    def changes(self) -> int:
+        """How many times a slot was freed or a run left, so far."""
+        return self._changes
+
+    async def wait_for_change(self, since: int) -> None:
+        """Return once a slot was freed or a run left after ``changes`` was ``since``
+        (at once if that already happened)."""
+        while self._changes == since:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
 
     def fence(self, entry: ActiveRun) -> None:
         """(Re)arm the timer that abandons ``entry`` when its local lease runs out, so a

@@ -176,12 +176,13 @@ class Worker:
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
         while not self._stopping.is_set():
             concurrency = self.options.concurrency
+            seen = self._active.changes
             alone = len(self._active) == 0
             free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
             if free <= 0 or (self._make_room_for_isolated and not alone):
                 # A nudge (a retry or resume became due) cannot be acted on until a
                 # slot frees: waiting for the nudge too would turn this loop busily.
-                await self._until_stopping(self._active.wait_for_free_slot(), on_nudge=False)
+                await self._until_stopping(self._active.wait_for_change(seen), on_nudge=False)
                 continue
             now = self.pool.clock.now()
             self._nudged.clear()

@@ -1,0 +1,63 @@
+"""Worker processes for the multi-process tests, and the lines their runs log."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Workers:
+    """Starts worker processes of ``process_app`` against one backend; kills them at exit."""
+
+    def __init__(self, url: str, log_path: Path) -> None:
+        self.url = url
+        self.log_path = log_path
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(
+        self,
+        *extra: str,
+        app: str = "tests.integration.process_app:pool",
+        stderr: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start a worker process of ``app``; its log lines go to ``stderr`` if given."""
+        env = {**os.environ, "WORKPOOL_URL": self.url, "WORKPOOL_TEST_LOG": str(self.log_path)}
+        command = [sys.executable, "-m", "workpool", "worker", app]
+        errors = None if stderr is None else stderr.open("ab")
+        try:
+            process = subprocess.Popen(
+                [*command, "--log-level", "WARNING", *extra],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+        finally:
+            if errors is not None:
+                errors.close()
+        self.processes.append(process)
+        return process
+
+    def lines(self, kind: str) -> list[list[str]]:
+        if not self.log_path.exists():
+            return []
+        rows = [line.split() for line in self.log_path.read_text().splitlines()]
+        return [row[1:] for row in rows if row and row[0] == kind]
+
+    async def wait_for_line(self, kind: str, run_id: str, count: int = 1) -> None:
+        for _ in range(400):
+            if sum(1 for row in self.lines(kind) if row[0] == run_id) >= count:
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"no {kind!r} line for run {run_id} within 20 s")
+
+    def stop_all(self) -> None:
+        for process in self.processes:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
