@@ -1,7 +1,7 @@
 """workpool: durable functions for Python on SQLite or Redis."""
 
 from workpool.app import Workpool
-from workpool.backends.base import QueueSettings
+from workpool.backends.base import QueueSettings, WorkerRecord
 from workpool.client import RunHandle
 from workpool.cron import Cron
 from workpool.definitions import PreparedRun, Workflow
@@ -20,6 +20,7 @@ from workpool.errors import (
     RunStateError,
     StepTimeoutError,
     UnknownWorkflowError,
+    UnservedWorkflowError,
     WorkpoolError,
 )
 from workpool.models import (
@@ -39,7 +40,7 @@ from workpool.models import (
     Success,
 )
 from workpool.options import RateLimit, RetryPolicy
-from workpool.stats import Figures, Stats
+from workpool.stats import Figures, Stats, Unserved
 from workpool.worker import Worker, WorkerOptions
 
 __all__ = [
@@ -71,15 +72,18 @@ __all__ = [
     "RegisteredWorkflow",
     "Stats",
     "Figures",
+    "Unserved",
     # workers
     "Worker",
     "WorkerOptions",
+    "WorkerRecord",
     # errors
     "WorkpoolError",
     "ConfigurationError",
     "BackendUnavailableError",
     "PayloadError",
     "UnknownWorkflowError",
+    "UnservedWorkflowError",
     "RunNotFoundError",
     "RunStateError",
     "CorruptRecordError",
