@@ -500,6 +500,8 @@ class Workpool:
                 f"waiting: no worker defines workflow {run.workflow!r} on queue "
                 f"{run.queue!r} ({len(workers)} live workers)"
             )
+        if run.waiting is not None:
+            return run.waiting
         if (await self.get_queue(run.queue)).paused:
             return f"waiting: queue {run.queue!r} is paused"
         return None

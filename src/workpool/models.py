@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -101,7 +101,9 @@ class Run:
     queue: str
     status: RunState
     attempts: int
-    """Attempts started so far (restarts after a lost worker included)."""
+    """Attempts started so far; it never goes down. An attempt is one try of the run
+    that its retry policy counts: resuming after a durable wait (a child, a sleep) is
+    the same attempt; a restart after a lost worker is a new one."""
     input: Any
     """The input as stored (JSON value)."""
     output: Any
@@ -126,6 +128,16 @@ class Run:
     """The run this one re-runs (``Workpool.retry_run``), if any."""
     retried_as: str | None = None
     """The run that re-runs this one, if any."""
+    executions: int = 0
+    """How many times a worker started the handler: attempts, plus resumes after a
+    durable wait, plus restarts of an attempt handed back at a worker's shutdown."""
+    run_time: timedelta = timedelta(0)
+    """Time spent executing, every execution added up (``started_at`` to
+    ``finished_at`` is the last execution only, waits included)."""
+    waiting: str | None = None
+    """Why a queued run cannot start yet, when the record tells: e.g. "waiting: workflow
+    'invoice' is at max_concurrency 1". ``Workpool.waiting_reason`` also knows about
+    workers and paused queues."""
 
     @property
     def finished(self) -> bool:

@@ -157,7 +157,9 @@ def test_show_retry_and_cancel_a_run(seeded: Seeded) -> None:
     assert fields["run"] == seeded.refused
     assert (fields["workflow"], fields["queue"], fields["status"]) == ("judge", "risky", "failed")
     assert (fields["retried as"], fields["retry of"], fields["parent"]) == (retried, "-", "-")
-    assert "took" in fields["finished"]
+    assert "last execution took" in fields["finished"]
+    assert fields["attempts"] == "1 (1 executions, resumes included)"
+    assert fields["ran"].endswith(" in all")
     assert '\ninput\n  {\n    "ok": false,\n    "who": "mallory"\n  }\n' in shown
     assert "\nerror\n  ValueError: refused: mallory\n" in shown
     assert "  Traceback (most recent call last):\n" in shown

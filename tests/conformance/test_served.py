@@ -175,3 +175,49 @@ async def test_fail_unserved_fails_only_runs_waiting_since_before_the_cutoff(
     assert await status_of(backend, recent) == "queued"
     assert await status_of(backend, other) == "queued"
     assert await status_of(backend, f"{old}-0") == "queued"  # its hook fired
+
+
+async def test_attempts_never_go_back_and_executions_count_every_start(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    run_id = await enqueue_new(backend, now)
+    seen = [(await fetch(backend, run_id)).attempts]
+    first = (await claim(backend, now)).runs[0]
+    seen.append((await fetch(backend, run_id)).attempts)
+    await backend.finish([Finish(first.lease, "suspend", wake_at=now + 5)], now + 2)
+    seen.append((await fetch(backend, run_id)).attempts)
+    resumed = (await claim(backend, now + 5)).runs[0]
+    seen.append((await fetch(backend, run_id)).attempts)
+    await backend.finish([Finish(resumed.lease, "succeeded", output="1")], now + 8)
+
+    record = await fetch(backend, run_id)
+    assert seen == [0, 1, 1, 1]
+    assert (first.attempt, resumed.attempt) == (1, 1)
+    assert (record.attempts, record.executions, record.status) == (1, 2, "succeeded")
+    assert record.run_time == 5.0  # 2 s before the wait, 3 s after it
+
+
+async def test_a_suspended_run_canceled_keeps_the_attempt_it_ran(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    run_id = await enqueue_new(backend, now)
+    held = (await claim(backend, now)).runs[0]
+    await backend.finish([Finish(held.lease, "suspend", wake_at=now + 60)], now + 1)
+
+    assert await backend.cancel(run_id, "no longer needed", now + 2) == "canceled"
+
+    record = await fetch(backend, run_id)
+    assert (record.status, record.attempts, record.executions) == ("canceled", 1, 1)
+
+
+async def test_a_run_waiting_at_its_gate_says_so(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    first = await enqueue_new(backend, now, max_concurrency=1)
+    second = await enqueue_new(backend, now, max_concurrency=1)
+
+    admitted, waiting = await fetch(backend, first), await fetch(backend, second)
+
+    assert (admitted.max_concurrency, admitted.waiting_at_gate) == (1, False)
+    assert (waiting.max_concurrency, waiting.waiting_at_gate) == (1, True)

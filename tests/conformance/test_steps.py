@@ -181,13 +181,13 @@ async def test_an_emitted_child_is_enqueued_once_and_linked(
     assert (await fetch(backend, parent_id)).parent_run_id is None
 
 
-async def test_a_suspended_run_holds_no_lease_and_gives_back_its_attempt(
+async def test_a_suspended_run_holds_no_lease_and_keeps_its_attempt(
     backend: Backend, clock: ManualClock
 ) -> None:
     now = clock.now()
     parent_id, child_id = await suspended_parent(backend, now)
     parent = await fetch(backend, parent_id)
-    assert (parent.status, parent.attempts) == ("suspended", 0)
+    assert (parent.status, parent.attempts) == ("suspended", 1)
     later = now + LEASE_SECONDS * 3
     assert await claimed_ids(backend, later, queues=("default", "parents")) == [child_id]
     # Nothing left to claim: the suspended parent is neither queued nor reaped.

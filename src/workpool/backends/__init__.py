@@ -72,3 +72,15 @@ def sqlite_synchronous(url: str) -> str:
             f"in SQLite URL {url!r}, synchronous must be full or normal, got {level.lower()!r}"
         )
     return level
+
+
+def describe_store(url: str, *, prefix: str = "workpool") -> str:
+    """The store a URL names, safe to log: a SQLite URL with the absolute path of its
+    file (a relative path is relative to the current directory), a Redis URL without
+    user name, password or query, and its key prefix."""
+    if url.lower().startswith("sqlite:"):
+        query = urlsplit(url).query
+        return f"sqlite:///{sqlite_path(url).resolve()}" + (f"?{query}" if query else "")
+    from workpool.backends.redis.backend import describe_url
+
+    return f"{describe_url(url)} (prefix {prefix})"

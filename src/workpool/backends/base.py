@@ -37,8 +37,11 @@ operation, every unfinished child it awaits (children stored with a ``parent_ste
 and so on down. A child that ends records its outcome in its parent's step and, if the
 parent is ``suspended``, queues the parent again, in the same operation.
 
-Attempts: a claim adds one to ``attempts``; suspending gives it back, so an execution
-resumed after a wait is the same attempt as the one that suspended.
+Attempts and executions: ``attempts`` never decreases. A claim adds one to it, except
+the claim that resumes a run after ``finish(suspend)``: an execution resumed after a
+wait is the same attempt as the one that suspended. ``executions`` (the claim count)
+grows with every claim, resumes and re-executions after a lost lease included, and
+``run_time`` adds up the time of every execution that a ``finish`` ended.
 
 Concurrency gates: a run with ``max_concurrency`` belongs to the gate of its
 (workflow, concurrency_key). A gate admits at most ``max_concurrency`` runs at once,
@@ -197,7 +200,7 @@ class RunRecord:
     queue: str
     status: str
     attempts: int
-    """Claims so far (each claim adds one, including reclaims after a lost lease)."""
+    """Attempts started so far: claims, less the ones that resumed a suspended run."""
     input: str
     output: str | None
     error: str | None
@@ -218,6 +221,14 @@ class RunRecord:
     """The run this one re-runs (``rerun``), if any."""
     retried_as: str | None = None
     """The run that re-runs this one (``rerun``), if any."""
+    executions: int = 0
+    """Claims so far: every start of the handler (resumes and reclaims included)."""
+    run_time: float = 0.0
+    """Seconds of every execution that a ``finish`` ended, added up."""
+    max_concurrency: int | None = None
+    """The limit of the run's concurrency gate, if it has one."""
+    waiting_at_gate: bool = False
+    """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,8 +542,9 @@ class Backend(Protocol):
         - ``failed`` or ``canceled``: store error (for failed), end in that state.
         - ``retry``: store error, become ``scheduled`` at ``retry_at`` (or ``queued``
           if ``retry_at <= now``), lease dropped.
-        - ``suspend``: lease dropped, ``attempts -= 1``; if a run of ``waiting_on`` has
-          ended (or does not exist) or ``wake_at <= now``, become ``queued`` now;
+        - ``suspend``: lease dropped, the next claim resumes the attempt; if a run of
+          ``waiting_on`` has ended (or does not exist) or ``wake_at <= now``, become
+          ``queued`` now;
           else become ``suspended`` until an awaited child ends (any child with this
           run as parent and a ``parent_step``) or ``wake_at`` is due (promoted by
           ``claim`` like a scheduled run).

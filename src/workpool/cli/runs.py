@@ -163,7 +163,7 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
     took = (
-        f", took {duration(run.finished_at - run.started_at)}"
+        f", last execution took {duration(run.finished_at - run.started_at)}"
         if run.finished_at is not None and run.started_at is not None
         else ""
     )
@@ -178,7 +178,8 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
             "status",
             status_text(run.status) + (Text(f" ({waiting})", style="yellow") if waiting else ""),
         ),
-        ("attempts", str(run.attempts)),
+        ("attempts", f"{run.attempts} ({run.executions} executions, resumes included)"),
+        ("ran", f"{duration(run.run_time)} in all"),
         ("created", full_time(run.created_at, now)),
         ("available", full_time(run.available_at, now)),
         ("started", full_time(run.started_at, now)),

@@ -312,9 +312,10 @@ CLAIM_WITHOUT_SETTINGS = Counter(
     zrange=4,
 )
 FINISH_WITHOUT_SETTINGS = Counter(
-    # HMGET, HSET, HDEL, ZREM leases and cancelable; its list entry moves (ZREM, ZADD),
-    # it joins the finished set (ZADD).
+    # HMGET, HINCRBYFLOAT of its run time, HSET, HDEL, ZREM leases and cancelable; its
+    # list entry moves (ZREM, ZADD), it joins the finished set (ZADD).
     hmget=1,
+    hincrbyfloat=1,
     hset=1,
     hdel=1,
     zrem=3,

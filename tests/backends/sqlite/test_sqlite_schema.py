@@ -70,6 +70,7 @@ SAMPLE_PARAMETERS = {
     "leases": '[["run-1", "token"]]',
     "key": "key",
     "token": "token",
+    "ran": 0.0,
     "status": "queued",
     "input": "{}",
     "output": None,

@@ -264,6 +264,12 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         parent_run_id=read.optional_text("parent_run_id"),
         retry_of=read.optional_text("retry_of"),
         retried_as=read.optional_text("retried_as"),
+        executions=int(fields.get("claims") or 0),
+        run_time=float(fields.get("run_time") or 0.0),
+        max_concurrency=int(fields["gate_limit"]) if fields.get("gate_limit") else None,
+        waiting_at_gate=bool(fields.get("gate"))
+        and fields.get("status") == "queued"
+        and fields.get("admitted") != "1",
     )
 
 

@@ -277,33 +277,34 @@ class Operations:
         queue = records.text(held, "queue")
         self._left_running(queue)
         run_id = entry.lease.run_id
+        ran = now - records.number(held, "started_at")
         if entry.status != "suspend":
             tally = self._tally(queue, records.text(held, "workflow"), now)
             tally[EXECUTIONS] += 1
             tally[TIMED] += 1
-            tally[RUN_TIME] += now - records.number(held, "started_at")
+            tally[RUN_TIME] += ran
             if entry.status == "retry" and not records.flag(held, "cancel_requested"):
                 tally[RETRIED] += 1
         if entry.status == "succeeded":
-            self._end(run_id, "succeeded", now, output=entry.output)
+            self._end(run_id, "succeeded", now, output=entry.output, ran=ran)
         elif records.flag(held, "cancel_requested"):
-            self._end(run_id, "canceled", now, error=entry.error)
+            self._end(run_id, "canceled", now, error=entry.error, ran=ran)
         elif entry.status == "retry":
             retry_at = now if entry.retry_at is None else entry.retry_at
             left = self._leave_gate(run_id)
             rows = self._execute(
-                "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now
+                "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now, ran=ran
             ).fetchall()
             self._fill(*left)
             self._joined(rows, now)
         elif entry.status == "suspend":
-            self._suspend(entry, records.text(held, "queue"), now)
+            self._suspend(entry, records.text(held, "queue"), now, ran)
         else:
             error = entry.error if entry.status == "failed" else None
-            self._end(run_id, entry.status, now, error=error)
+            self._end(run_id, entry.status, now, error=error, ran=ran)
         return True
 
-    def _suspend(self, entry: Finish, queue: str, now: float) -> None:
+    def _suspend(self, entry: Finish, queue: str, now: float, ran: float) -> None:
         """Suspend a held run, or queue it again at once if what it waits for is done."""
         due = entry.wake_at is not None and entry.wake_at <= now
         if not due and entry.waiting_on:
@@ -313,12 +314,12 @@ class Operations:
         run_id = entry.lease.run_id
         left = self._leave_gate(run_id)
         if due:
-            rows = self._execute("resume_now", id=run_id, now=now).fetchall()
+            rows = self._execute("resume_now", id=run_id, now=now, ran=ran).fetchall()
             self.woken.add(queue)
             self._fill(*left)
             self._joined(rows, now)
         else:
-            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at)
+            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, ran=ran)
             self._fill(*left)
 
     def _requeue(self, run_id: str, now: float, *, lease_loss: int) -> None:
@@ -673,6 +674,7 @@ class Operations:
         cancel_reason: str | None = None,
         cancel_requested: int = 0,
         lease_loss: int = 0,
+        ran: float = 0.0,
     ) -> None:
         """Move a run to a terminal state and enqueue its hooks, once."""
         left = self._leave_gate(run_id)
@@ -686,6 +688,7 @@ class Operations:
             cancel_reason=cancel_reason,
             cancel_requested=cancel_requested,
             lease_loss=lease_loss,
+            ran=ran,
         ).fetchone()
         if ended is None:
             return

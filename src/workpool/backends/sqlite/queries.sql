@@ -77,7 +77,8 @@ SELECT workflow FROM run_pairs WHERE queue = :queue;
 -- Lease the runs of the :ids JSON array to :worker_id until :expires_at.
 UPDATE runs SET
     status = 'running',
-    attempts = attempts + 1,
+    attempts = attempts + 1 - resuming,
+    resuming = 0,
     claims = claims + 1,
     started_at = :now,
     worker_id = :worker_id,
@@ -140,7 +141,8 @@ UPDATE runs SET
     lease_token = NULL,
     lease_expires_at = NULL,
     wake_at = NULL,
-    lease_losses = lease_losses + :lease_loss
+    lease_losses = lease_losses + :lease_loss,
+    run_time = run_time + :ran
 WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step;
@@ -153,6 +155,7 @@ UPDATE runs SET
     isolate = 0,
     available_at = :retry_at,
     error = :error,
+    run_time = run_time + :ran,
     lease_token = NULL,
     lease_expires_at = NULL
 WHERE id = :id
@@ -173,10 +176,11 @@ WHERE id = :id
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: suspend_run
--- Drop run :id's lease and give back its attempt: suspended until :wake_at (or a child).
+-- Drop run :id's lease, the attempt to resume: suspended until :wake_at (or a child).
 UPDATE runs SET
     status = 'suspended',
-    attempts = attempts - 1,
+    resuming = 1,
+    run_time = run_time + :ran,
     isolate = 0,
     wake_at = :wake_at,
     lease_token = NULL,
@@ -184,10 +188,11 @@ UPDATE runs SET
 WHERE id = :id;
 
 -- name: resume_now
--- Drop run :id's lease and give back its attempt, queued again at :now.
+-- Drop run :id's lease, the attempt to resume, queued again at :now.
 UPDATE runs SET
     status = 'queued',
-    attempts = attempts - 1,
+    resuming = 1,
+    run_time = run_time + :ran,
     isolate = 0,
     available_at = :now,
     admitted = gate IS NULL,
@@ -284,7 +289,8 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key, parent_run_id, retry_of, retried_as
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
@@ -467,7 +473,8 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key, parent_run_id, retry_of, retried_as
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id DESC;
 

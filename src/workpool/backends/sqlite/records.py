@@ -106,6 +106,10 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         parent_run_id=optional_text(row, "parent_run_id"),
         retry_of=optional_text(row, "retry_of"),
         retried_as=optional_text(row, "retried_as"),
+        executions=integer(row, "claims"),
+        run_time=number(row, "run_time"),
+        max_concurrency=None if row["gate_limit"] is None else integer(row, "gate_limit"),
+        waiting_at_gate=flag(row, "waiting_at_gate"),
     )
 
 

@@ -25,9 +25,7 @@ end
 -- Whether a suspending run may resume at once: its timer is due, or a child it
 -- waits on has ended (or does not exist).
 local function resumable(finish)
-  if finish.wake_at and tonumber(finish.wake_at) <= tonumber(now) then
-    return true
-  end
+  if finish.wake_at and tonumber(finish.wake_at) <= tonumber(now) then return true end
   for _, child_id in ipairs(finish.waiting_on or {}) do
     local status = redis.call('HGET', run_key(child_id), 'status')
     if not status or TERMINAL[status] then
@@ -37,12 +35,12 @@ local function resumable(finish)
   return false
 end
 
--- The attempt is given back. A suspended run stays in its workflow's cancelable set;
--- with a timer it waits in 'scheduled' at wake_at, where claim promotes it when due.
+-- Its next claim resumes the attempt. It stays in its workflow's cancelable set; with a
+-- timer it waits in 'scheduled' at wake_at, where claim promotes it when due.
 local function suspend(finish, run)
   local run_id, queue = finish.run_id, run[2]
   drop_lease(run_id, run)
-  redis.call('HINCRBY', run_key(run_id), 'attempts', -1)
+  redis.call('HSET', run_key(run_id), 'resuming', '1')
   if resumable(finish) then
     if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
       wake(queue, run[3])
@@ -68,6 +66,7 @@ local function apply(finish)
     return 0
   end
   if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived
+  redis.call('HINCRBYFLOAT', run_key(finish.run_id), 'run_time', tonumber(now) - tonumber(run[14]))
   local status, fields = finish.status, {}
   if status == 'succeeded' and finish.output then
     fields = { 'output', finish.output }

@@ -3,6 +3,8 @@
 
 ALTER TABLE runs ADD COLUMN isolate INTEGER NOT NULL DEFAULT 0;  -- 1: lost its lease, runs alone
 ALTER TABLE runs ADD COLUMN claims INTEGER NOT NULL DEFAULT 0;   -- claims so far: the fence
+ALTER TABLE runs ADD COLUMN resuming INTEGER NOT NULL DEFAULT 0; -- 1: next claim resumes
+ALTER TABLE runs ADD COLUMN run_time REAL NOT NULL DEFAULT 0;    -- seconds, all executions
 
 -- claim: each (queue, workflow)'s claimable runs, runs to isolate apart, oldest first. A
 -- worker seeks the pairs of the workflows it defines only, so runs no worker defines

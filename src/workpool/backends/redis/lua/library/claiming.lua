@@ -7,9 +7,10 @@
 -- Lease one run (already out of its ready set) to this worker; append it to reply.
 local function start(claim, run_id, queue, reply, isolated)
   local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
-    'retry', 'created_at', 'available_at', 'claims', 'has_steps')
-  local attempt = tonumber(run[1]) + 1
+    'retry', 'created_at', 'available_at', 'claims', 'has_steps', 'resuming')
   -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
+  local attempt = tonumber(run[1]) + (run[10] and 0 or 1)
+  if run[10] then redis.call('HDEL', run_key(run_id), 'resuming') end
   local claims = (tonumber(run[8]) or 0) + 1
   local token = claim.worker_id .. ':' .. claims .. ':' .. run_id
   set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
@@ -48,9 +49,7 @@ local function lowest(heads)
   for workflow, score in pairs(heads) do
     if best_score == nil or score < best_score then
       second, best, best_score = best_score, workflow, score
-    elseif second == nil or score < second then
-      second = score
-    end
+    elseif second == nil or score < second then second = score end
   end
   return best, best_score, second
 end
