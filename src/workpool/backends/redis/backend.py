@@ -49,6 +49,9 @@ LONGEST_WAIT = 24 * 3600.0
 DEADLINE_SLACK = 0.002
 """Seconds the local deadline of a blocking wait gives the server's own timeout first."""
 
+NO_SIGNAL_PAUSE = 0.5
+"""Seconds a wait with no signal list to block on (no pair has had a run) lasts."""
+
 URL_FORMAT = "write redis://[[user]:password@]host[:port][/db], or rediss:// for TLS"
 
 
@@ -346,8 +349,8 @@ class RedisBackend:
         if not queues or timeout < 0.001:
             return
         signals = await self._signals(queues, workflows)
-        if not signals:
-            await asyncio.sleep(timeout)  # nothing to wake for: a worker defining nothing
+        if not signals:  # no pair to watch yet: look again soon (an early return is allowed)
+            await asyncio.sleep(min(timeout, NO_SIGNAL_PAUSE))
             return
         seconds = min(timeout, LONGEST_WAIT)
         try:  # a pooled connection is checked, or opened, here: that can fail too
