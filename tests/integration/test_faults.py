@@ -17,6 +17,7 @@ from tests.integration import process_app
 from tests.integration.conftest import fast_worker
 from tests.integration.processes import Workers
 from workpool import RunContext, UnknownWorkflowError, Workpool
+from workpool.backends import open_backend
 
 QUICK_LEASE = ("--lease-seconds", "1", "--renew-seconds", "0.2")
 
@@ -185,3 +186,25 @@ async def test_a_worker_stopped_past_its_lease_does_nothing_more_for_the_run_whe
     rescuer.kill()
     assert await after.result(timeout=30) == 1
     await pool.aclose()
+
+
+async def test_a_busy_worker_makes_room_for_a_run_that_waits_to_run_alone(
+    pool: Workpool, backend_url: str
+) -> None:
+    @pool.workflow(max_concurrency=None)
+    async def chore(ctx: RunContext, seconds: float) -> float:
+        await asyncio.sleep(seconds)
+        return seconds
+
+    suspect = await chore.run(0.01)
+    thief = await open_backend(backend_url)  # a worker that claims it, then dies
+    try:
+        await thief.claim(["default"], "doomed", 1, 0.5, 3, time.time(), alone=True)
+    finally:
+        await thief.close()
+    backlog = await pool.enqueue_many([chore.prepare(0.2) for _ in range(60)])
+    async with fast_worker(pool, concurrency=2):  # never idle: 6 s of backlog
+        assert await suspect.result(timeout=20) == 0.01
+        left = [(await pool.get_run(handle.id)).status for handle in backlog]
+    assert (await pool.get_run(suspect.id)).executions == 2
+    assert left.count("queued") > 0  # it ran before the backlog was done
