@@ -3,12 +3,15 @@
 Shows a flaky step retried with backoff, an on_complete callback, a delayed run, a
 cancel, status/result reads, a durable multi-step workflow (steps run once, a child
 run awaited and a durable sleep, both without holding a worker slot), and the pool's
-stats at the end, printing what happens as it happens.
+stats at the end, printing what happens as it happens; workpool logs each failed
+attempt as a WARNING, shown here one line each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 import tempfile
 import time
 from datetime import timedelta
@@ -32,6 +35,22 @@ STARTED = time.monotonic()
 def say(message: str) -> None:
     """Print one event with the seconds since the demo started."""
     print(f"[{time.monotonic() - STARTED:5.2f}s] {message}", flush=True)
+
+
+class DemoLines(logging.Formatter):
+    """workpool's warnings and errors as one line each, like ``say`` (the worker command
+    prints the traceback under each failed attempt; ``--log-format json`` gives fields)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"[{time.monotonic() - STARTED:5.2f}s] {record.levelname} {record.getMessage()}"
+
+
+def show_workpool_warnings() -> None:
+    """A failed attempt is a WARNING (retried) or an ERROR (failed for good)."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(DemoLines())
+    handler.setLevel(logging.WARNING)
+    logging.getLogger("workpool").addHandler(handler)
 
 
 class Order(BaseModel):
@@ -100,6 +119,7 @@ async def abandoned_cart_reminder(ctx: RunContext, customer: str) -> None:
 
 
 async def main() -> None:
+    show_workpool_warnings()
     say(f"store: {directory}/orders.db (SQLite, no server)")
     async with pool.worker(concurrency=8):
         order = Order(order_id="A-1001", customer="ada@example.com", amount_cents=4200)
@@ -142,8 +162,12 @@ async def summary(*run_ids: str) -> None:
     stats = (await pool.stats(timedelta(minutes=5))).total
     say(
         f"stats: {stats.completed} runs completed ({stats.succeeded} succeeded, "
-        f"{stats.canceled} canceled), {stats.retries} retries, {stats.pending} pending; "
-        f"error rate {stats.error_rate or 0:.0%}"
+        f"{stats.failed} failed for good, {stats.canceled} canceled), {stats.pending} pending"
+    )
+    say(
+        f"stats: attempts that failed, incl. retried: {stats.retries + stats.failed} of "
+        f"{stats.executions} ({stats.error_rate or 0:.0%}); runs that failed for good: "
+        f"{stats.permanent_failure_rate or 0:.0%}"
     )
 
 

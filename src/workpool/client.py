@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter
@@ -70,18 +70,22 @@ class RunHandle(Generic[OutputT]):
         """``Pending``, ``Running`` or ``Finished`` (with the result)."""
         return status_of(await self._read())
 
-    async def result(self, timeout: float | None = None) -> OutputT:
+    async def result(self, timeout: timedelta | float | None = None) -> OutputT:
         """Wait for the run to finish and return its output.
 
         Raises RunFailedError or RunCanceledError when it did not succeed, and
-        TimeoutError when ``timeout`` seconds pass first (the run itself goes on).
+        TimeoutError when ``timeout`` (a timedelta or seconds; None: no limit) passes
+        first (the run itself goes on).
         """
+        seconds = None
+        if timeout is not None:
+            seconds = duration_seconds(timeout, what="result() timeout", positive=True)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(seconds):
                 run = await self._wait_finished()
         except TimeoutError:
             raise TimeoutError(
-                f"run {self.id} did not finish within {timeout} s; it keeps going, "
+                f"run {self.id} did not finish within {seconds} s; it keeps going, "
                 "call result() again to wait longer"
             ) from None
         if run.status == "failed":
@@ -100,7 +104,7 @@ class RunHandle(Generic[OutputT]):
         """``status`` for synchronous code."""
         return self.pool.portal.call(self.status())
 
-    def result_sync(self, timeout: float | None = None) -> OutputT:
+    def result_sync(self, timeout: timedelta | float | None = None) -> OutputT:
         """``result`` for synchronous code."""
         return self.pool.portal.call(self.result(timeout))
 

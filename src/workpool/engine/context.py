@@ -22,7 +22,9 @@ class RunContext:
     queue: str
     attempt: int
     """This attempt's number, from 1."""
-    logger: logging.Logger
+    logger: logging.Logger | logging.LoggerAdapter[logging.Logger]
+    """Log through it (``ctx.logger.info(...)``): a worker gives a ``RunLogger``, whose
+    records carry this run's ``run_id``, ``workflow``, ``queue`` and ``attempt``."""
     fencing_token: int = 0
     """Grows with every claim of the run: a worker that takes the run over after this
     one lost it has a larger one. Pass it to your own stores to refuse stale writes

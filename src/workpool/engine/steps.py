@@ -115,7 +115,7 @@ class Steps:
         fn: Callable[..., Any],
         /,
         *args: Any,
-        timeout: float | None = None,
+        timeout: timedelta | float | None = None,
         **kwargs: Any,
     ) -> Any:
         """Run ``fn(*args, **kwargs)`` (sync or async) once per run; return its result.
@@ -123,11 +123,11 @@ class Steps:
         The result is saved as JSON under ``name``; a replay returns the saved value
         (decoded from JSON, so the first execution returns the same) without calling
         ``fn``. If ``fn`` raises, nothing is cached and the error propagates (the run's
-        retry policy applies). Over ``timeout`` seconds: StepTimeoutError; a sync
-        ``fn`` cannot be interrupted and finishes in its thread, unobserved.
+        retry policy applies). Over ``timeout`` (a timedelta or seconds):
+        StepTimeoutError; a sync ``fn`` cannot be interrupted and finishes in its
+        thread, unobserved.
         """
-        if timeout is not None:
-            timeout = self._duration(name, "timeout", timeout, positive=True)
+        seconds = self._timeout(name, timeout)
         self._use_name(name)
         with self._active():
             saved = (await self._load()).get(name)
@@ -138,7 +138,7 @@ class Steps:
             started = self._now()
             self._check_lease(name)
             try:
-                value = await self._call(name, fn, args, kwargs, timeout)
+                value = await self._call(name, fn, args, kwargs, seconds)
                 output = to_json(value, what=f"result of step {name!r}")
                 check_size(output, what=f"result of step {name!r}", limit=self._limit)
             except Exception as error:
@@ -165,7 +165,7 @@ class Steps:
         child: Workflow[Any, Any] | str,
         input: Any,
         *,
-        timeout: float | None = None,
+        timeout: timedelta | float | None = None,
         queue: str | None = None,
     ) -> Any:
         """Start a child run of ``child`` (a workflow or its name), wait, return its output.
@@ -173,11 +173,10 @@ class Steps:
         The child is enqueued once per run (idempotency key from this run's id, the
         step name and the child's name). While it runs this run is suspended and frees
         its slot. Raises RunFailedError / RunCanceledError if the child failed or was
-        canceled, StepTimeoutError if it did not end within ``timeout`` seconds (it
-        then runs on). Canceling this run cancels the child.
+        canceled, StepTimeoutError if it did not end within ``timeout`` (a timedelta
+        or seconds; it then runs on). Canceling this run cancels the child.
         """
-        if timeout is not None:
-            timeout = self._duration(name, "timeout", timeout, positive=True)
+        seconds = self._timeout(name, timeout)
         RunOptions(queue=queue)  # checks the queue name as run() would
         self._use_name(name)
         with self._active():
@@ -191,7 +190,7 @@ class Steps:
                     "waiting",
                     saved.attempts + 1 if saved else 1,
                     now,
-                    wake_at=now + timeout if timeout is not None else None,
+                    wake_at=now + seconds if seconds is not None else None,
                 )
                 new_run = self._child_run(name, child, input, queue=queue)
                 saved = await self._save(waiting, new_run)
@@ -199,7 +198,7 @@ class Steps:
                 if saved.wake_at is not None and self._now() >= saved.wake_at:
                     error = StepTimeoutError(
                         f"step {name!r}: child run {saved.child_run_id} did not end within "
-                        f"{timeout} s; it keeps running"
+                        f"{seconds} s; it keeps running"
                     )
                     await self._save(
                         replace(
@@ -261,6 +260,12 @@ class Steps:
         """Wait durably until ``when`` (naive datetimes are local time)."""
         wake_at = timestamp_of(when, what=f"step {name!r}: when")
         await self._sleep(name, lambda _: wake_at)
+
+    def _timeout(self, name: str, timeout: timedelta | float | None) -> float | None:
+        """Seconds of a step's ``timeout`` (None: no limit)."""
+        if timeout is None:
+            return None
+        return self._duration(name, "timeout", timeout, positive=True)
 
     def _duration(self, name: str, what: str, value: object, *, positive: bool) -> float:
         """Seconds of a step's duration argument, ending at a time workpool can store."""

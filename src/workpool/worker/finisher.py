@@ -13,6 +13,7 @@ from workpool.backends.base import Backend, Finish
 from workpool.definitions import FailureCallback, Workflow
 from workpool.engine.execute import Execution
 from workpool.errors import BackendUnavailableError
+from workpool.logs import log_completed
 from workpool.models import Failure, OnComplete, RunError
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.health import BackendHealth
@@ -164,33 +165,22 @@ class Finisher:
             if self._metrics is not None:
                 self._metrics.lease_lost(entry.claimed.workflow)
             return
+        outcome = _OUTCOME_WORDS.get(finish.status, finish.status)
+        now = self._pool.clock.now()
+        duration = max(0.0, now - entry.started_at)
         if self._metrics is not None:
             self._metrics.run_completed(
-                entry.claimed.workflow,
-                entry.claimed.queue,
-                _OUTCOME_WORDS.get(finish.status, finish.status),
-                max(0.0, self._pool.clock.now() - entry.started_at),
+                entry.claimed.workflow, entry.claimed.queue, outcome, duration
             )
-        if logger.isEnabledFor(logging.INFO):
-            outcome = _OUTCOME_WORDS.get(finish.status, finish.status)
-            duration = round(max(0.0, self._pool.clock.now() - entry.started_at), 6)
-            logger.info(
-                "run %s completed: workflow=%s attempt=%d outcome=%s duration=%.3fs",
-                entry.run_id,
-                entry.claimed.workflow,
-                entry.claimed.attempt,
-                outcome,
-                duration,
-                extra={
-                    "event": "completed",
-                    "run_id": entry.run_id,
-                    "workflow": entry.claimed.workflow,
-                    "queue": entry.claimed.queue,
-                    "attempt": entry.claimed.attempt,
-                    "duration": duration,
-                    "outcome": outcome,
-                },
-            )
+        run = {
+            "run_id": entry.run_id,
+            "workflow": entry.claimed.workflow,
+            "queue": entry.claimed.queue,
+            "attempt": entry.claimed.attempt,
+        }
+        log_completed(
+            logger, run, outcome, duration, error=finish.error, retry_at=finish.retry_at, now=now
+        )
         if finish.status == "failed" and not entry.ctx.cancelled:
             self._call_on_failure(entry, finish)
 

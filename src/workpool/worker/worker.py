@@ -20,6 +20,7 @@ from workpool.engine.context import RunContext
 from workpool.engine.execute import Execution, execute
 from workpool.engine.fencing import LocalLease
 from workpool.engine.steps import StepEnvironment, Steps
+from workpool.logs import RunLogger
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -266,7 +267,9 @@ class Worker:
             workflow=claimed.workflow,
             queue=claimed.queue,
             attempt=claimed.attempt,
-            logger=logging.getLogger(f"workpool.run.{claimed.workflow}"),
+            logger=RunLogger(
+                claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt
+            ),
             fencing_token=claimed.fence,
         )
         lease = LocalLease(sent_at + self.options.lease.total_seconds())
