@@ -57,7 +57,7 @@ from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal
-from workpool.validation import check_name, check_timedelta
+from workpool.validation import as_timedelta, check_name
 from workpool.worker import Worker, WorkerOptions
 
 CANCEL_BATCH = 500
@@ -104,16 +104,20 @@ class Workpool:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         clock: Clock | None = None,
         log_level: str | None = None,
-        retention: timedelta | None = DEFAULT_RETENTION,
-        fail_unserved_after: timedelta | None = None,
+        retention: timedelta | float | None = DEFAULT_RETENTION,
+        fail_unserved_after: timedelta | float | None = None,
     ) -> None:
         apply_level(log_level)
-        if retention is not None:
-            check_timedelta(retention, what="retention (or None: keep forever)", positive=True)
-        self.retention = retention
-        if fail_unserved_after is not None:
-            check_timedelta(fail_unserved_after, what="fail_unserved_after", positive=True)
-        self.fail_unserved_after = fail_unserved_after
+        self.retention = (
+            None
+            if retention is None
+            else as_timedelta(retention, what="retention (or None: keep forever)", positive=True)
+        )
+        self.fail_unserved_after = (
+            None
+            if fail_unserved_after is None
+            else as_timedelta(fail_unserved_after, what="fail_unserved_after", positive=True)
+        )
         self.url = url or os.environ.get("WORKPOOL_URL") or DEFAULT_URL
         _check_url(self.url)
         self.prefix = check_name(prefix, what="prefix")
@@ -449,14 +453,16 @@ class Workpool:
 
     async def stats(
         self,
-        window: timedelta = timedelta(minutes=5),
+        window: timedelta | float = timedelta(minutes=5),
         *,
         queue: str | None = None,
         workflow: str | None = None,
     ) -> Stats:
-        """Backlog and activity now, and what happened in the last ``window`` (whole
-        minutes, at most 24 hours), in total, per queue and per workflow. One backend
-        read from counters kept per minute: its cost does not grow with history."""
+        """Backlog and activity now, and what happened in the last ``window`` (a
+        timedelta or seconds; whole minutes, at most 24 hours), in total, per queue and
+        per workflow. One backend read from counters kept per minute: its cost does not
+        grow with history."""
+        window = as_timedelta(window, what="window", positive=True)
         if not timedelta(0) < window <= MAX_WINDOW:
             raise ValueError(f"window must be more than 0 and at most {MAX_WINDOW}, not {window}")
         backend = await self.backend()
@@ -565,21 +571,24 @@ class Workpool:
         *,
         queues: Sequence[str] = ("default",),
         concurrency: int = 10,
-        lease: timedelta = timedelta(seconds=20),
-        renew_every: timedelta = timedelta(seconds=2),
-        shutdown_grace: timedelta = timedelta(seconds=30),
+        lease: timedelta | float = timedelta(seconds=20),
+        renew_every: timedelta | float = timedelta(seconds=2),
+        shutdown_grace: timedelta | float = timedelta(seconds=30),
         max_lease_losses: int = 3,
-        housekeeping_every: timedelta = timedelta(minutes=1),
+        housekeeping_every: timedelta | float = timedelta(minutes=1),
     ) -> Worker:
-        """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``."""
+        """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``.
+        Durations are timedeltas or seconds."""
         options = WorkerOptions(
             queues=tuple(queues),
             concurrency=concurrency,
-            lease=lease,
-            renew_every=renew_every,
-            shutdown_grace=shutdown_grace,
+            lease=as_timedelta(lease, what="lease", positive=True),
+            renew_every=as_timedelta(renew_every, what="renew_every", positive=True),
+            shutdown_grace=as_timedelta(shutdown_grace, what="shutdown_grace"),
             max_lease_losses=max_lease_losses,
-            housekeeping_every=housekeeping_every,
+            housekeeping_every=as_timedelta(
+                housekeeping_every, what="housekeeping_every", positive=True
+            ),
         )
         return Worker(self, options)
 

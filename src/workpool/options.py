@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any, TypeGuard
 
 from workpool.errors import ConfigurationError
-from workpool.validation import LONGEST_WAIT, check_timedelta, duration_seconds
+from workpool.validation import LONGEST_WAIT, as_timedelta, duration_seconds
 
 LONGEST_SECONDS = LONGEST_WAIT.total_seconds()
 
@@ -30,8 +30,9 @@ class RetryPolicy:
 
     max_attempts: int = 5
     """Attempts in all, the first one included. 1 means no retry."""
-    initial_backoff: timedelta = timedelta(milliseconds=250)
-    """Wait before the second attempt, before jitter."""
+    initial_backoff: timedelta | float = timedelta(milliseconds=250)
+    """Wait before the second attempt, before jitter: a timedelta or seconds, stored as
+    a timedelta (``backoff``)."""
     base: float = 2.0
     """Growth factor of the wait from one attempt to the next."""
 
@@ -40,7 +41,8 @@ class RetryPolicy:
             raise ConfigurationError(
                 f"RetryPolicy.max_attempts must be a whole number >= 1, got {self.max_attempts!r}"
             )
-        check_timedelta(self.initial_backoff, what="RetryPolicy.initial_backoff")
+        backoff = as_timedelta(self.initial_backoff, what="RetryPolicy.initial_backoff")
+        object.__setattr__(self, "initial_backoff", backoff)
         if not _real(self.base) or not 1 <= self.base < math.inf:
             raise ConfigurationError(
                 f"RetryPolicy.base must be a finite number >= 1, got {self.base!r}"
@@ -55,19 +57,24 @@ class RetryPolicy:
     def _longest_wait(self) -> float:
         """Seconds of the longest wait (before the last attempt), jitter included;
         inf if it overflows."""
-        if self.max_attempts < 2 or self.initial_backoff == timedelta(0):
+        if self.max_attempts < 2 or self.backoff == timedelta(0):
             return 0.0
         try:
             growth = float(self.base) ** (self.max_attempts - 2)
         except OverflowError:
             return math.inf
-        return self.initial_backoff.total_seconds() * growth * 1.5
+        return self.backoff.total_seconds() * growth * 1.5
+
+    @property
+    def backoff(self) -> timedelta:
+        """``initial_backoff`` as a timedelta."""
+        return as_timedelta(self.initial_backoff, what="RetryPolicy.initial_backoff")
 
     def to_json(self) -> dict[str, Any]:
         """The policy as stored with a run."""
         return {
             "max_attempts": self.max_attempts,
-            "initial_backoff": self.initial_backoff.total_seconds(),
+            "initial_backoff": self.backoff.total_seconds(),
             "base": self.base,
         }
 

@@ -14,5 +14,5 @@ def should_retry(policy: RetryPolicy, attempt: int) -> bool:
 
 def backoff_seconds(policy: RetryPolicy, attempt: int, rng: random.Random) -> float:
     """Seconds to wait after failed attempt ``attempt`` (from 1), jitter included."""
-    base_delay = policy.initial_backoff.total_seconds() * policy.base ** (attempt - 1)
+    base_delay = policy.backoff.total_seconds() * policy.base ** (attempt - 1)
     return base_delay * rng.uniform(0.5, 1.5)

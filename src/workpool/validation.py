@@ -93,6 +93,15 @@ def check_timedelta(value: object, *, what: str, positive: bool = False) -> time
     return value
 
 
+def as_timedelta(value: object, *, what: str, positive: bool = False) -> timedelta:
+    """A timedelta or a number of seconds as a timedelta that is not negative (with
+    ``positive``: more than zero), finite and at most LONGEST_SPAN."""
+    seconds = duration_seconds(value, what=what, positive=positive)
+    if seconds < 0:
+        raise ConfigurationError(f"{what} must not be negative, got {value!r}")
+    return value if isinstance(value, timedelta) else timedelta(seconds=seconds)
+
+
 def duration_seconds(value: object, *, what: str, positive: bool = False) -> float:
     """Seconds of a timedelta or a real number (not a bool), finite and at most
     LONGEST_SPAN either way; with ``positive``, more than zero."""

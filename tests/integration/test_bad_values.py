@@ -175,7 +175,7 @@ def test_bad_workflow_options_are_refused_when_defined(
         ({"app": ""}, "app"),
         ({"prefix": ""}, "prefix"),
         ({"prefix": "a\nb"}, "prefix"),
-        ({"retention": 3600}, "retention"),
+        ({"retention": "3600"}, "retention"),
         ({"max_payload_bytes": 1.5}, "max_payload_bytes"),
         ({"default_retry": 3}, "default_retry"),
     ],

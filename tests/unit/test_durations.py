@@ -40,36 +40,25 @@ def test_the_signature_accepts_a_timedelta_and_seconds(
     assert {timedelta, float} <= accepted, f"{function.__qualname__}({parameter}: {annotation})"
 
 
-NOT_YET = pytest.mark.xfail(
-    strict=True,
-    reason="takes a timedelta only (not in this change's files: app.py, options.py, "
-    "worker/options.py); when it takes seconds too, drop this mark and the README exception",
-)
-
-
-@NOT_YET
 def test_the_pool_options_take_seconds(tmp_path: Path) -> None:
-    pool = Workpool(f"sqlite:///{tmp_path}/w.db", retention=3600, fail_unserved_after=60)  # type: ignore[arg-type]
+    pool = Workpool(f"sqlite:///{tmp_path}/w.db", retention=3600, fail_unserved_after=60)
     assert pool.retention == timedelta(hours=1)
 
 
-@NOT_YET
 def test_the_worker_options_take_seconds(tmp_path: Path) -> None:
-    pool = Workpool(f"sqlite:///{tmp_path}/w.db")
-    worker = pool.worker(lease=20, renew_every=2, shutdown_grace=5, housekeeping_every=60)  # type: ignore[arg-type]
+    pool = Workpool(f"sqlite:///{tmp_path}/w.db", app="tests")
+    worker = pool.worker(lease=20, renew_every=2, shutdown_grace=5, housekeeping_every=60)
     assert worker.options.lease.total_seconds() == 20
 
 
-@NOT_YET
 def test_the_retry_backoff_takes_seconds() -> None:
-    assert RetryPolicy(initial_backoff=0.25).initial_backoff == timedelta(milliseconds=250)  # type: ignore[arg-type]
+    assert RetryPolicy(initial_backoff=0.25).initial_backoff == timedelta(milliseconds=250)
 
 
-@NOT_YET
 async def test_the_stats_window_takes_seconds(tmp_path: Path) -> None:
     pool = Workpool(f"sqlite:///{tmp_path}/w.db")
     try:
-        assert (await pool.stats(300)).window == timedelta(minutes=5)  # type: ignore[arg-type]
+        assert (await pool.stats(300)).window == timedelta(minutes=5)
     finally:
         await pool.aclose()
         pool.close()

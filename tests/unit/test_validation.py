@@ -113,9 +113,9 @@ def test_durations_give_seconds_and_can_be_required_positive() -> None:
         ({"max_attempts": 2.5}, "max_attempts"),
         ({"max_attempts": "3"}, "max_attempts"),
         ({"initial_backoff": timedelta(seconds=-1)}, "initial_backoff"),
-        ({"initial_backoff": 5}, "initial_backoff"),
+        ({"initial_backoff": "5"}, "initial_backoff"),
         ({"max_attempts": 100}, "longest wait"),
-        ({"initial_backoff": timedelta.max, "base": 1}, "longest wait"),
+        ({"initial_backoff": timedelta.max, "base": 1}, "initial_backoff"),
         ({"max_attempts": 10_000, "base": 10}, "longest wait"),
     ],
 )
