@@ -257,6 +257,7 @@ def test_an_unreachable_backend_exits_2_with_one_line(command: list[str]) -> Non
 
 
 def test_an_unknown_run_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").touch()  # an empty SQLite database: a store with no runs
     result = workpool(f"sqlite:///{tmp_path}/empty.db", "runs", "show", "nope")
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "workpool: no run with id 'nope' exists\n"

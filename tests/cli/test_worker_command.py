@@ -86,7 +86,21 @@ def test_bad_pool_path_is_a_clear_error() -> None:
     assert "cannot import 'no_such_module'" in result.stderr
     result = run_cli("worker", "tests.integration.process_app:chore")
     assert result.returncode == 2
-    assert "is not a Workpool" in result.stderr
+    assert "'tests.integration.process_app:chore' is a Workflow, not a Workpool" in result.stderr
+    assert "the Workpool it defines: pool" in result.stderr
+
+
+def test_a_missing_pool_attribute_is_named_with_the_pools_the_module_has() -> None:
+    result = run_cli("worker", "tests.integration.process_app:pol")
+    assert result.returncode == 2
+    assert (
+        "module 'tests.integration.process_app' has no attribute 'pol'; "
+        "the Workpool it defines: pool"
+    ) in result.stderr, result.stderr
+    assert "NoneType" not in result.stderr
+    result = run_cli("worker", "json:pool")
+    assert result.returncode == 2
+    assert "module 'json' has no attribute 'pool'; it defines no Workpool" in result.stderr
 
 
 def test_unreachable_backend_exits_2_with_one_line(tmp_path: Path) -> None:

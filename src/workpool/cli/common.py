@@ -14,6 +14,7 @@ from click.core import ParameterSource
 from rich.console import Console
 
 from workpool.app import Workpool
+from workpool.backends import sqlite_path
 from workpool.errors import RunNotFoundError, RunStateError, WorkpoolError
 
 T = TypeVar("T")
@@ -53,16 +54,24 @@ def fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+class CommandRefusedError(Exception):
+    """A command that cannot do what was asked: the message is its one line on stderr,
+    and it exits 1."""
+
+
 def run_with_pool(url: str | None, action: Callable[[Workpool], Awaitable[T]]) -> T:
     """Run ``action`` on a pool opened on ``url``, closing it after; return its result.
 
-    Errors end the command with one line on stderr: an unknown run or a run in the
-    wrong state exits 1; any other workpool error (unreachable backend, bad URL,
-    unreadable record) exits 2.
+    The store must exist: a SQLite file that does not is refused, not created (a
+    mistyped path or another current directory would show an empty store). Errors end
+    the command with one line on stderr: a missing store, an unknown run, a run in the
+    wrong state or an action that raised ``CommandRefusedError`` exits 1; any other
+    workpool error (unreachable backend, bad URL, unreadable record) exits 2.
     """
 
     async def main() -> T:
         pool = Workpool(url)
+        require_store(pool.url)
         try:
             return await action(pool)
         finally:
@@ -70,10 +79,19 @@ def run_with_pool(url: str | None, action: Callable[[Workpool], Awaitable[T]]) -
 
     try:
         return asyncio.run(main())
-    except (RunNotFoundError, RunStateError) as error:
+    except (RunNotFoundError, RunStateError, CommandRefusedError) as error:
         fail(str(error), 1)
     except WorkpoolError as error:
         fail(str(error), 2)
+
+
+def require_store(url: str) -> None:
+    """Raise ``CommandRefusedError`` if ``url`` names a SQLite file that does not exist."""
+    if not url.lower().startswith("sqlite:"):
+        return
+    path = sqlite_path(url).resolve()
+    if not path.exists():
+        raise CommandRefusedError(f"no workpool database at {path}; check --url / $WORKPOOL_URL")
 
 
 def console() -> Console:

@@ -11,7 +11,14 @@ from rich.text import Text
 
 from workpool.app import Workpool
 from workpool.backends.base import QueueSettings
-from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
+from workpool.cli.common import (
+    JSON_OPTION,
+    URL_OPTION,
+    CommandRefusedError,
+    console,
+    echo_json,
+    run_with_pool,
+)
 from workpool.cli.formatting import jsonable, table
 from workpool.stats import Figures, Unserved
 
@@ -103,20 +110,29 @@ async def _queue_rows(pool: Workpool) -> tuple[list[QueueRow], list[Unserved]]:
     return rows, stats.unserved
 
 
+CREATE_OPTION = click.option(
+    "--create",
+    is_flag=True,
+    help="Accept a queue that is not known yet (no runs, settings, registered workflow "
+    "or live worker), to pause or limit it before its first run.",
+)
+
+
 @queues.command()
 @click.argument("queue")
 @URL_OPTION
 def show(queue: str, url: str | None) -> None:
     """Print QUEUE's settings."""
-    _run(url, lambda pool: pool.get_queue(queue))
+    _run(url, queue, lambda pool: pool.get_queue(queue))
 
 
 @queues.command()
 @click.argument("queue")
+@CREATE_OPTION
 @URL_OPTION
-def pause(queue: str, url: str | None) -> None:
+def pause(queue: str, create: bool, url: str | None) -> None:
     """Start no more runs of QUEUE; running runs finish."""
-    _run(url, lambda pool: pool.pause(queue))
+    _run(url, queue, lambda pool: pool.pause(queue), create=create, verb="pause")
 
 
 @queues.command()
@@ -124,14 +140,15 @@ def pause(queue: str, url: str | None) -> None:
 @URL_OPTION
 def resume(queue: str, url: str | None) -> None:
     """Start runs of QUEUE again."""
-    _run(url, lambda pool: pool.resume(queue))
+    _run(url, queue, lambda pool: pool.resume(queue))
 
 
 @queues.command(name="set")
 @click.argument("queue")
 @click.argument("max_parallelism", metavar="MAX_PARALLELISM")
+@CREATE_OPTION
 @URL_OPTION
-def set_limit(queue: str, max_parallelism: str, url: str | None) -> None:
+def set_limit(queue: str, max_parallelism: str, create: bool, url: str | None) -> None:
     """Let at most MAX_PARALLELISM runs of QUEUE run at once ('none': no limit)."""
     if max_parallelism.lower() == "none":
         limit = None
@@ -142,7 +159,9 @@ def set_limit(queue: str, max_parallelism: str, url: str | None) -> None:
             f"{max_parallelism!r} is not a whole number >= 0 or 'none'",
             param_hint="MAX_PARALLELISM",
         )
-    _run(url, lambda pool: pool.set_max_parallelism(queue, limit))
+    _run(
+        url, queue, lambda pool: pool.set_max_parallelism(queue, limit), create=create, verb="limit"
+    )
 
 
 def describe(settings: QueueSettings) -> str:
@@ -152,5 +171,48 @@ def describe(settings: QueueSettings) -> str:
     return f"queue {settings.name}: max_parallelism={limit}, {state}"
 
 
-def _run(url: str | None, action: Callable[[Workpool], Awaitable[QueueSettings]]) -> None:
-    click.echo(describe(run_with_pool(url, action)))
+def _run(
+    url: str | None,
+    queue: str,
+    action: Callable[[Workpool], Awaitable[QueueSettings]],
+    *,
+    create: bool = False,
+    verb: str | None = None,
+) -> None:
+    """Run ``action`` on QUEUE and print its settings; refuse an unknown queue unless
+    ``create`` (``verb``: what --create would let the command do, if it takes it)."""
+
+    async def checked(pool: Workpool) -> QueueSettings:
+        if not create:
+            await _require_known(pool, queue, verb)
+        return await action(pool)
+
+    click.echo(describe(run_with_pool(url, checked)))
+
+
+async def _require_known(pool: Workpool, queue: str, verb: str | None) -> None:
+    """Raise CommandRefusedError unless QUEUE has settings (a limit or a pause), has had
+    runs, or is named by a registered workflow or a live worker."""
+    settings = await pool.get_queue(queue)
+    if settings.paused or settings.max_parallelism is not None:
+        return
+    known = await _known_queues(pool)
+    if queue in known:
+        return
+    listed = f"known queues: {', '.join(sorted(known))}" if known else "no queue is known yet"
+    hint = f"; pass --create to {verb} it before its first run" if verb else ""
+    raise CommandRefusedError(
+        f"unknown queue {queue!r}: it has had no runs and no settings, and no registered "
+        f"workflow or live worker names it ({listed}){hint}"
+    )
+
+
+async def _known_queues(pool: Workpool) -> set[str]:
+    """The queues that have had runs, and those registered workflows and live workers name."""
+    backend = await pool.backend()
+    now = pool.clock.now()
+    snapshot = await backend.get_stats(now - 60, now)
+    names = {pair.queue for pair in snapshot.activity}
+    names.update(queue for worker in snapshot.workers for queue in worker.queues)
+    names.update(workflow.queue for workflow in await backend.list_workflows())
+    return names

@@ -30,9 +30,17 @@ def load_pool(target: str) -> Workpool:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise click.BadParameter(f"cannot import {module_name!r}: {error}") from error
-    pool = getattr(module, attribute, None)
+    pools = sorted(name for name, value in vars(module).items() if isinstance(value, Workpool))
+    found = f"the Workpool it defines: {', '.join(pools)}" if pools else "it defines no Workpool"
+    if not hasattr(module, attribute):
+        raise click.BadParameter(
+            f"module {module_name!r} has no attribute {attribute!r}; {found}", param_hint="POOL"
+        )
+    pool = getattr(module, attribute)
     if not isinstance(pool, Workpool):
-        raise click.BadParameter(f"{target!r} is not a Workpool (got {type(pool).__name__})")
+        raise click.BadParameter(
+            f"{target!r} is a {type(pool).__name__}, not a Workpool; {found}", param_hint="POOL"
+        )
     return pool
 
 

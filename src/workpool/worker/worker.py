@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from workpool.backends import describe_store
 from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
 from workpool.engine.context import RunContext
 from workpool.engine.execute import Execution, execute
@@ -145,7 +146,13 @@ class Worker:
             watch = self.metrics.watch_queues(self.pool, self.options.queues, self.health)
             side_tasks.append(asyncio.create_task(watch, name="metrics"))
         stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
-        logger.info("worker %s started on queues %s", self.id, ",".join(self.options.queues))
+        store = describe_store(self.pool.url, prefix=self.pool.prefix)
+        logger.info(
+            "worker %s started on queues %s, store %s",
+            self.id,
+            ",".join(self.options.queues),
+            store,
+        )
         try:
             await asyncio.wait([stop_wait, *side_tasks], return_when=asyncio.FIRST_COMPLETED)
         finally:
