@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -39,6 +38,7 @@ from workpool.models import (
     Success,
 )
 from workpool.options import RateLimit
+from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, from_json, to_json
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
@@ -49,8 +49,10 @@ OutputT = TypeVar("OutputT")
 
 
 def new_run_id(now: float) -> str:
-    """A 32-hex-digit id whose first 12 digits are the creation time in ms (sortable)."""
-    return f"{int(now * 1000):012x}{secrets.token_hex(10)}"
+    """A 32-hex-digit id whose first 12 digits are the creation time in ms, greater than
+    every id this process made before (see ``workpool.run_ids``): sorted by id, one
+    process's runs are in creation order."""
+    return PROCESS_RUN_IDS.new(now)
 
 
 class RunHandle(Generic[OutputT]):

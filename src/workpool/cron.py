@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
+from pydantic_core import to_jsonable_python
 
 from workpool.errors import ConfigurationError
 
@@ -17,7 +18,9 @@ class Cron:
     """Start a run of the workflow at every tick of ``expression`` in ``timezone``.
 
     ``expression`` has 5 fields (minute hour day month weekday), or 6 with seconds last.
-    ``input`` is the run's input, validated when the workflow is defined.
+    ``input`` is the run's input, validated when the workflow is defined; it may be any
+    value the workflow accepts (a dict, a list, a model...). A trigger hashes by its
+    expression and time zone only, so one with a dict or list input is hashable.
 
     Daylight saving time: a tick in the hour skipped in spring fires at the moment the
     clocks jump (02:30 becomes 03:00 in Europe/Paris); in autumn, a tick at a fixed hour
@@ -27,7 +30,7 @@ class Cron:
 
     expression: str
     timezone: str = "UTC"
-    input: Any = None
+    input: Any = field(default=None, hash=False)  # compared, not hashed: a dict is fine
 
     def __post_init__(self) -> None:
         if not croniter.is_valid(self.expression):
@@ -57,8 +60,12 @@ class Cron:
         return tick.timestamp()
 
     def to_json(self) -> dict[str, Any]:
-        """The registry form."""
-        return {"expression": self.expression, "timezone": self.timezone, "input": self.input}
+        """The registry form (for reading; the runs' input is encoded by the workflow)."""
+        return {
+            "expression": self.expression,
+            "timezone": self.timezone,
+            "input": to_jsonable_python(self.input),
+        }
 
     def _fixed_hour(self) -> bool:
         return "*" not in self.expression.split()[1]

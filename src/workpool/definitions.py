@@ -63,6 +63,10 @@ class RunOptions:
             raise ConfigurationError(
                 f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
             )
+        if self.context is not None and self.on_complete is None:
+            raise ConfigurationError(
+                "context is passed to on_complete; give on_complete=... or drop context"
+            )
         if isinstance(self.on_complete, str):
             check_name(self.on_complete, what="on_complete workflow name")
         elif self.on_complete is not None and not isinstance(self.on_complete, Workflow):
@@ -157,12 +161,21 @@ class Workflow(Generic[InputT, OutputT]):
         """Validate and serialize a run without storing it; options as for ``run``.
 
         Raises pydantic's ``ValidationError`` for invalid input and ``PayloadError``
-        for input that is not JSON or is over the size limit.
+        for input that is not JSON or is over the size limit. Without an input
+        annotation, the input must be JSON as it is: a set, a tuple, an int dict key, a
+        datetime, a Decimal, a model... is a PayloadError giving its path (the handler
+        would receive something else). ``ConfigurationError`` for bad options, e.g. a
+        ``context`` without ``on_complete``.
         """
         value: Any = input
         if self.input_adapter is not None:
             value = self.input_adapter.validate_python(input)
-        text = to_json(value, what=f"input of workflow {self.name!r}", adapter=self.input_adapter)
+        text = to_json(
+            value,
+            what=f"input of workflow {self.name!r}",
+            adapter=self.input_adapter,
+            annotate="annotate the handler's input with its type",
+        )
         rate_key = self.rate_limit.key if self.rate_limit is not None else None
         return PreparedRun(
             self.name,
@@ -212,7 +225,8 @@ class Workflow(Generic[InputT, OutputT]):
                 RetryPolicy; None uses the workflow's ``retries``, else the pool's.
             on_complete: a workflow (or its name) enqueued when this run ends, with
                 input ``OnComplete``.
-            context: a JSON value passed through to ``on_complete``.
+            context: a JSON value passed through to ``on_complete`` (as it is: a
+                value JSON would change is a PayloadError); needs ``on_complete``.
         """
         prepared = self.prepare(
             input,
@@ -241,8 +255,14 @@ class Workflow(Generic[InputT, OutputT]):
         return typing.cast(InputT, value)
 
     def encode_output(self, value: OutputT) -> str:
-        """Serialize the handler's return value; PayloadError names its type."""
-        return to_json(value, what=f"output of workflow {self.name!r}", adapter=self.output_adapter)
+        """Serialize the handler's return value by its annotation; without one it must
+        be JSON as it is (see ``workpool.serialization``). PayloadError says what is not."""
+        return to_json(
+            value,
+            what=f"output of workflow {self.name!r}",
+            adapter=self.output_adapter,
+            annotate="annotate the handler's return type",
+        )
 
 
 def _check_options(

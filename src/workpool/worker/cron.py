@@ -25,9 +25,10 @@ RENEW_SECONDS = 2.0
 """The longest the scheduler sleeps: it renews (or tries to take) the lease this often."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Trigger:
-    """One cron trigger of one workflow."""
+    """One cron trigger of one workflow; compared and hashed by identity (each trigger is
+    one object, whatever its Cron's input holds)."""
 
     workflow: Workflow[Any, Any]
     index: int
