@@ -392,3 +392,21 @@ async def test_sleep_until_a_past_time_returns_at_once_and_saves_the_timer(pool:
         ("blink", "sleep", "succeeded"),
     ]
     assert steps[0].wake_at == datetime(2000, 1, 1, tzinfo=UTC)
+
+
+async def test_a_step_result_that_cannot_be_stored_fails_the_run_without_retries(
+    pool: Workpool,
+) -> None:
+    calls: list[int] = []
+
+    @pool.workflow(retries=RetryPolicy(max_attempts=3, initial_backoff=timedelta(0)))
+    async def tagger(ctx: RunContext, _: None) -> None:
+        await ctx.step.run("tags", lambda: calls.append(1) or {"a", "b"})
+
+    async with fast_worker(pool):
+        handle = await tagger.run(None)
+        with pytest.raises(RunFailedError) as failure:
+            await handle.result(timeout=10)
+    assert failure.value.error.type == "NonRetriableError"
+    assert "is a set" in failure.value.error.message
+    assert ((await pool.get_run(handle.id)).attempts, calls) == (1, [1])

@@ -34,6 +34,7 @@ from workpool.errors import (
     BackendUnavailableError,
     DuplicateStepError,
     NonRetriableError,
+    PayloadError,
     RunCanceledError,
     RunFailedError,
     StepTimeoutError,
@@ -139,8 +140,7 @@ class Steps:
             self._check_lease(name)
             try:
                 value = await self._call(name, fn, args, kwargs, seconds)
-                output = to_json(value, what=f"result of step {name!r}")
-                check_size(output, what=f"result of step {name!r}", limit=self._limit)
+                output = self._result_json(name, value)
             except Exception as error:
                 failed = StepRecord(
                     name,
@@ -334,6 +334,16 @@ class Steps:
         lease = self._env.local_lease
         if lease is not None and not lease.held():
             raise LeaseLost(f"run {self._run_id}: lease not confirmed in time; did not {what}")
+
+    def _result_json(self, name: str, value: Any) -> str:
+        """A step result as JSON; one that cannot be stored fails the run for good (the
+        same function would return the same thing on a retry)."""
+        try:
+            output = to_json(value, what=f"result of step {name!r}")
+            check_size(output, what=f"result of step {name!r}", limit=self._limit)
+        except PayloadError as error:
+            raise NonRetriableError(str(error)) from error
+        return output
 
     def _use_name(self, name: str) -> None:
         check_name(name, what="step name")
