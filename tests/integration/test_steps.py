@@ -399,9 +399,13 @@ async def test_a_step_result_that_cannot_be_stored_fails_the_run_without_retries
 ) -> None:
     calls: list[int] = []
 
+    def tags() -> set[str]:
+        calls.append(1)
+        return {"a", "b"}
+
     @pool.workflow(retries=RetryPolicy(max_attempts=3, initial_backoff=timedelta(0)))
     async def tagger(ctx: RunContext, _: None) -> None:
-        await ctx.step.run("tags", lambda: calls.append(1) or {"a", "b"})
+        await ctx.step.run("tags", tags)
 
     async with fast_worker(pool):
         handle = await tagger.run(None)
