@@ -17,13 +17,20 @@ import psutil
 from redis.asyncio import Redis
 from tests.redis_server import RedisServer
 
+from benchmarks.app import pool
+
 QUEUE = "default"
 PREFIX = "workpool"
 """The benchmark pool's key prefix (Workpool's default)."""
 
 # Key names of one queue, built by hand from src/workpool/backends/redis/keys.py
-# ("{<prefix>}:queue:<queue>:ready|scheduled|leases"), so the harness needs no internals.
-READY_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":ready"
+# ("{<prefix>}:ready:<pair>" per (queue, workflow), "{<prefix>}:queue:<queue>:scheduled|
+# leases"), so the harness needs no internals.
+WORKFLOWS = tuple(pool.workflows)
+"""The benchmark app's workflows: one ready set each."""
+READY_KEYS = [
+    "{" + PREFIX + "}:ready:" + f"{len(QUEUE)}:{QUEUE}:{workflow}" for workflow in WORKFLOWS
+]
 SCHEDULED_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":scheduled"
 LEASES_KEY = "{" + PREFIX + "}:queue:" + QUEUE + ":leases"
 
@@ -103,7 +110,8 @@ class SqliteTarget:
 
 
 class RedisTarget:
-    """The suite's redis-server, emptied; ``active_count`` is ZCARDs of the queue's sets."""
+    """The suite's redis-server, emptied; ``active_count`` is ZCARDs of the queue's sets
+    (the ready set of each of the app's workflows, the leases and the scheduled set)."""
 
     backend = "redis"
 
@@ -114,7 +122,7 @@ class RedisTarget:
         """ZCARD commands this harness sent (B7 subtracts them from the server's count)."""
 
     async def active_count(self, *, scheduled: bool = True) -> int:
-        keys = [READY_KEY, LEASES_KEY, *([SCHEDULED_KEY] if scheduled else [])]
+        keys = [*READY_KEYS, LEASES_KEY, *([SCHEDULED_KEY] if scheduled else [])]
         async with self.client.pipeline(transaction=False) as pipe:
             for key in keys:
                 pipe.zcard(key)
