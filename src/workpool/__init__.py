@@ -19,6 +19,7 @@ from workpool.errors import (
     RunNotFoundError,
     RunStateError,
     StepTimeoutError,
+    SyncCallInEventLoopError,
     UnknownWorkflowError,
     UnservedWorkflowError,
     WorkpoolError,
@@ -93,4 +94,5 @@ __all__ = [
     "CancelRequestedError",
     "DuplicateStepError",
     "StepTimeoutError",
+    "SyncCallInEventLoopError",
 ]

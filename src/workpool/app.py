@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import json
 import logging
 import os
-import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType, TracebackType
@@ -52,6 +49,7 @@ from workpool.errors import (
     UnknownWorkflowError,
 )
 from workpool.logs import apply_level
+from workpool.loops import LoopBackends
 from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, to_json
@@ -135,16 +133,11 @@ class Workpool:
         self._workflows: dict[str, Workflow[Any, Any]] = {}
         self._queue_defaults: dict[str, int | None] = {}
         self._queue_rate_limits: dict[str, RateLimit] = {}
-        self._backends: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Backend] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._backends = LoopBackends(lambda: open_backend(self.url, prefix=self.prefix))
+        """One backend per event loop, closed with its loop (see ``workpool.loops``)."""
         self._registered: tuple[float, frozenset[str]] | None = None
         """(when read, monotonic; the workflow names of every app's registry)."""
-        self._portal: Portal | None = None
-        self._portal_lock = threading.Lock()
+        self._portal = Portal()
 
     def __repr__(self) -> str:
         return f"<Workpool {self.url!r} workflows={len(self._workflows)}>"
@@ -277,31 +270,19 @@ class Workpool:
     # -- backend -------------------------------------------------------------------
 
     async def backend(self) -> Backend:
-        """The backend for the running event loop, opened on first use."""
-        loop = asyncio.get_running_loop()
-        backend = self._backends.get(loop)
-        if backend is not None:
-            return backend
-        lock = self._opening.setdefault(loop, asyncio.Lock())
-        async with lock:
-            backend = self._backends.get(loop)
-            if backend is None:
-                backend = await open_backend(self.url, prefix=self.prefix)
-                self._backends[loop] = backend
-        return backend
+        """The backend for the running event loop, opened on first use and closed when
+        the loop shuts down (``asyncio.run`` and ``asyncio.Runner`` do that), or by
+        ``aclose()``. In a forked child, the parent's backends are never used."""
+        return await self._backends.get()
 
     async def aclose(self) -> None:
-        """Close this event loop's backend connection (and the sync portal, if any)."""
-        backend = self._backends.pop(asyncio.get_running_loop(), None)
-        if backend is not None:
-            await backend.close()
+        """Close the running event loop's backend now (the next call opens a new one)."""
+        await self._backends.close()
 
     def close(self) -> None:
-        """Close the connections used by the ``*_sync`` methods."""
-        with self._portal_lock:
-            portal, self._portal = self._portal, None
-        if portal is not None:
-            portal.close(self.aclose())
+        """Close the connections of the ``*_sync`` methods and stop their thread (the
+        next ``*_sync`` call starts them again)."""
+        self._portal.close()
 
     async def __aenter__(self) -> Workpool:
         return self
@@ -317,10 +298,7 @@ class Workpool:
     @property
     def portal(self) -> Portal:
         """The private loop thread that serves the ``*_sync`` methods."""
-        with self._portal_lock:
-            if self._portal is None:
-                self._portal = Portal()
-            return self._portal
+        return self._portal
 
     # -- client --------------------------------------------------------------------
 
@@ -596,23 +574,23 @@ class Workpool:
 
     def enqueue_many_sync(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
         """``enqueue_many`` for synchronous code."""
-        return self.portal.call(self.enqueue_many(runs))
+        return self.portal.call(self.enqueue_many(runs), "pool.enqueue_many")
 
     def run_by_name_sync(self, name: str, input: Any, **options: Any) -> RunHandle[Any]:
         """``run_by_name`` for synchronous code."""
-        return self.portal.call(self.run_by_name(name, input, **options))
+        return self.portal.call(self.run_by_name(name, input, **options), "pool.run_by_name")
 
     def get_run_sync(self, run_id: str) -> Run:
         """``get_run`` for synchronous code."""
-        return self.portal.call(self.get_run(run_id))
+        return self.portal.call(self.get_run(run_id), "pool.get_run")
 
     def get_steps_sync(self, run_id: str) -> list[Step]:
         """``get_steps`` for synchronous code."""
-        return self.portal.call(self.get_steps(run_id))
+        return self.portal.call(self.get_steps(run_id), "pool.get_steps")
 
     def cancel_sync(self, run_id: str, reason: str | None = None) -> CancelResult:
         """``cancel`` for synchronous code."""
-        return self.portal.call(self.cancel(run_id, reason))
+        return self.portal.call(self.cancel(run_id, reason), "pool.cancel")
 
     def list_runs_sync(
         self,
@@ -627,42 +605,43 @@ class Workpool:
         return self.portal.call(
             self.list_runs(
                 status=status, workflow=workflow, queue=queue, limit=limit, cursor=cursor
-            )
+            ),
+            "pool.list_runs",
         )
 
     def stats_sync(
         self,
-        window: timedelta = timedelta(minutes=5),
+        window: timedelta | float = timedelta(minutes=5),
         *,
         queue: str | None = None,
         workflow: str | None = None,
     ) -> Stats:
         """``stats`` for synchronous code."""
-        return self.portal.call(self.stats(window, queue=queue, workflow=workflow))
+        return self.portal.call(self.stats(window, queue=queue, workflow=workflow), "pool.stats")
 
     def retry_run_sync(self, run_id: str) -> RunHandle[Any]:
         """``retry_run`` for synchronous code."""
-        return self.portal.call(self.retry_run(run_id))
+        return self.portal.call(self.retry_run(run_id), "pool.retry_run")
 
     def list_workflows_sync(self) -> list[RegisteredWorkflow]:
         """``list_workflows`` for synchronous code."""
-        return self.portal.call(self.list_workflows())
+        return self.portal.call(self.list_workflows(), "pool.list_workflows")
 
     def get_queue_sync(self, queue: str) -> QueueSettings:
         """``get_queue`` for synchronous code."""
-        return self.portal.call(self.get_queue(queue))
+        return self.portal.call(self.get_queue(queue), "pool.get_queue")
 
     def set_max_parallelism_sync(self, queue: str, limit: int | None) -> QueueSettings:
         """``set_max_parallelism`` for synchronous code."""
-        return self.portal.call(self.set_max_parallelism(queue, limit))
+        return self.portal.call(self.set_max_parallelism(queue, limit), "pool.set_max_parallelism")
 
     def pause_sync(self, queue: str) -> QueueSettings:
         """``pause`` for synchronous code."""
-        return self.portal.call(self.pause(queue))
+        return self.portal.call(self.pause(queue), "pool.pause")
 
     def resume_sync(self, queue: str) -> QueueSettings:
         """``resume`` for synchronous code."""
-        return self.portal.call(self.resume(queue))
+        return self.portal.call(self.resume(queue), "pool.resume")
 
     def cancel_all_sync(
         self,
@@ -672,7 +651,9 @@ class Workpool:
         reason: str | None = None,
     ) -> int:
         """``cancel_all`` for synchronous code."""
-        return self.portal.call(self.cancel_all(before=before, workflow=workflow, reason=reason))
+        return self.portal.call(
+            self.cancel_all(before=before, workflow=workflow, reason=reason), "pool.cancel_all"
+        )
 
 
 def _log_enqueued(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> None:

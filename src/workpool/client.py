@@ -104,15 +104,15 @@ class RunHandle(Generic[OutputT]):
 
     def status_sync(self) -> RunStatus:
         """``status`` for synchronous code."""
-        return self.pool.portal.call(self.status())
+        return self.pool.portal.call(self.status(), "handle.status")
 
     def result_sync(self, timeout: timedelta | float | None = None) -> OutputT:
         """``result`` for synchronous code."""
-        return self.pool.portal.call(self.result(timeout))
+        return self.pool.portal.call(self.result(timeout), "handle.result")
 
     def cancel_sync(self, reason: str | None = None) -> None:
         """``cancel`` for synchronous code."""
-        self.pool.portal.call(self.cancel(reason))
+        self.pool.portal.call(self.cancel(reason), "handle.cancel")
 
     async def _read(self) -> Run:
         """The run without its children: one backend read."""

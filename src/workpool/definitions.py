@@ -15,6 +15,7 @@ from workpool.cron import Cron
 from workpool.errors import ConfigurationError
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
+from workpool.sync import refuse_in_event_loop
 from workpool.validation import check_name, duration_seconds, timestamp_of
 
 if TYPE_CHECKING:
@@ -243,9 +244,15 @@ class Workflow(Generic[InputT, OutputT]):
         return handles[0]
 
     def run_sync(self, input: InputT, **options: Any) -> RunHandle[OutputT]:
-        """``run`` for synchronous code: blocks until the run is stored."""
+        """``run`` for synchronous code: blocks until the run is stored.
+
+        Raises ``SyncCallInEventLoopError`` at once on a thread running an event loop.
+        """
+        call = f"{self.name}.run"
+        refuse_in_event_loop(call)
         prepared = self.prepare(input, **options)
-        return self.pool.enqueue_many_sync([prepared])[0]
+        handles = self.pool.portal.call(self.pool.enqueue_many([prepared]), call)
+        return handles[0]
 
     def decode_input(self, text: str) -> InputT:
         """Turn stored input JSON into the value the handler receives."""

@@ -11,6 +11,7 @@
     ├── RunFailedError              RunHandle.result(): the run ended failed
     ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
     ├── StepTimeoutError            a step ran (or waited for its child) over its timeout
+    ├── SyncCallInEventLoopError    a ``*_sync`` method called where an event loop runs
     └── NonRetriableError           raise it from a handler: fail now, no retry
         └── DuplicateStepError      one execution used a step name twice
 
@@ -71,6 +72,11 @@ class RunStateError(WorkpoolError):
 
 class StepTimeoutError(WorkpoolError):
     """A step ran, or waited for its child run, longer than its ``timeout``."""
+
+
+class SyncCallInEventLoopError(WorkpoolError, RuntimeError):
+    """A ``*_sync`` method was called on a thread running an event loop, which it would
+    have blocked; the message names the method to await instead."""
 
 
 class RunFailedError(WorkpoolError):

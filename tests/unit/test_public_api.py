@@ -42,6 +42,7 @@ EXPECTED = {
     "Step",
     "DuplicateStepError",
     "StepTimeoutError",
+    "SyncCallInEventLoopError",
     "QueueSettings",
     "RegisteredWorkflow",
     "Cron",

@@ -1,17 +1,29 @@
 """The backend's one SQLite connection: pragmas, migrations and the thread it lives in.
 
 Thread policy: a backend owns ONE ``sqlite3.Connection``, created, used and closed only
-in the single thread of its own ``ThreadPoolExecutor(max_workers=1)`` (sqlite3's
-``check_same_thread`` stays on to enforce it). Async callers hand that thread a whole
-transaction at a time, so the event loop never blocks on a lock or on ``fsync``. If an
-awaiting task is cancelled, its transaction still completes (or rolls back) in the thread.
+in the single thread of its own ``ThreadPoolExecutor(max_workers=1)``. Async callers hand
+that thread a whole transaction at a time, so the event loop never blocks on a lock or on
+``fsync``. If an awaiting task is cancelled, its transaction still completes (or rolls
+back) in the thread.
+
+One exception, for ``os.fork()`` (see ``workpool.forks``): the parent's thread waits
+between two jobs while the process forks, so that no SQLite lock is copied held, and the
+child closes its copy of the connection in the thread that forked (hence
+``check_same_thread=False``), which the child does not have. Closing it there does not
+touch the parent's locks (POSIX locks belong to a process), and it must be closed:
+SQLite keeps one record of locks per file and process, so a connection the child opened
+next to the copy would take no lock of its own, and the parent's last close would then
+delete the write-ahead log under the child, losing the child's writes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import random
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,11 +34,16 @@ from typing import TypeVar
 
 from workpool.backends.sqlite.sql import Migration, load_migrations
 from workpool.errors import BackendUnavailableError
+from workpool.forks import INHERITED, on_fork
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_SECONDS = 30.0
 """How long a transaction waits for another process's write lock before failing."""
+PARK_SECONDS = 10.0
+"""How long ``os.fork()`` waits for the connection's thread to finish its job."""
+
+logger = logging.getLogger("workpool.backends.sqlite")
 
 
 def open_connection(path: Path, synchronous: str = "FULL") -> sqlite3.Connection:
@@ -47,8 +64,11 @@ def open_connection(path: Path, synchronous: str = "FULL") -> sqlite3.Connection
 
 
 def _open_once(path: Path, synchronous: str) -> sqlite3.Connection:
-    # timeout= sets the busy timeout; isolation_level=None: we issue BEGIN/COMMIT ourselves.
-    connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+    # timeout= sets the busy timeout; isolation_level=None: we issue BEGIN/COMMIT ourselves;
+    # check_same_thread=False only lets a forked child close its copy (module docstring).
+    connection = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+    )
     try:
         connection.row_factory = sqlite3.Row
         mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -147,6 +167,9 @@ class ConnectionThread:
         self._connection: sqlite3.Connection | None = connection
         self.seen_data_version: int | None = None
         """``data_version`` as of this connection's latest transaction."""
+        self._parked: threading.Event | None = None
+        """While the process forks: sets the thread free again."""
+        on_fork(self)
 
     @classmethod
     async def open(cls, path: Path, synchronous: str = "FULL") -> ConnectionThread:
@@ -192,6 +215,44 @@ class ConnectionThread:
             await _in_thread(self._executor, connection.close)
             self._executor.shutdown(wait=True)
 
+    def before_fork(self) -> None:
+        """Hold the thread between two jobs until the fork is done (module docstring)."""
+        self._parked = None
+        if self._connection is None:
+            return
+        parked, release = threading.Event(), threading.Event()
+        try:
+            self._executor.submit(_park, parked, release)
+        except RuntimeError:  # shut down: its thread runs nothing more
+            return
+        if parked.wait(PARK_SECONDS):
+            self._parked = release
+            return
+        release.set()  # it passes straight through when it gets there
+        logger.warning(
+            "os.fork() while the SQLite connection to %s was busy for over %.0f s: the "
+            "child keeps its copy unclosed; in the child, the parent's last close of the "
+            "database may delete the write-ahead log under it",
+            self._path,
+            PARK_SECONDS,
+        )
+
+    def after_fork(self, *, in_child: bool) -> None:
+        """Free the thread (parent); close the copy of the connection (child)."""
+        release, self._parked = self._parked, None
+        if not in_child:
+            if release is not None:
+                release.set()
+            return
+        connection, self._connection = self._connection, None
+        if connection is None:
+            return
+        if release is None:  # copied in the middle of a job: never touch it
+            INHERITED.append(connection)
+            return
+        with contextlib.suppress(sqlite3.Error):
+            connection.close()
+
     def _require_open(self) -> sqlite3.Connection:
         if self._connection is None:
             raise BackendUnavailableError(
@@ -208,6 +269,11 @@ class ConnectionThread:
                 f"process held the write lock over {BUSY_TIMEOUT_SECONDS:.0f} s; otherwise "
                 "check the disk and the file's permissions"
             ) from exc
+
+
+def _park(parked: threading.Event, release: threading.Event) -> None:
+    parked.set()
+    release.wait()
 
 
 async def _in_thread(executor: ThreadPoolExecutor, job: Callable[[], T]) -> T:
