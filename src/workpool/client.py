@@ -255,7 +255,19 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         children=children,
         retry_of=record.retry_of,
         retried_as=record.retried_as,
+        executions=record.executions,
+        run_time=timedelta(seconds=record.run_time),
+        waiting=_waiting(record),
     )
+
+
+def _waiting(record: RunRecord) -> str | None:
+    if record.waiting_at_gate:
+        return (
+            f"waiting: workflow {record.workflow!r} is at max_concurrency "
+            f"{record.max_concurrency} (runs of it start as others end)"
+        )
+    return None
 
 
 def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
@@ -308,8 +320,8 @@ def status_of(run: Run) -> RunStatus:
         return Pending(previous_attempts=run.attempts)
     if run.status == "running":
         return Running(previous_attempts=max(run.attempts - 1, 0))
-    if run.status == "suspended":  # a suspended run has given its attempt back
-        return Running(previous_attempts=run.attempts)
+    if run.status == "suspended":  # its attempt goes on when it resumes
+        return Running(previous_attempts=max(run.attempts - 1, 0))
     if run.status == "succeeded":
         return Finished(Success(output=run.output))
     if run.status == "failed":

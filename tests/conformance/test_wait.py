@@ -67,7 +67,7 @@ async def test_enqueue_of_a_scheduled_run_wakes_the_waiter(
 async def test_waits_about_its_timeout_when_nothing_happens(backend: Backend) -> None:
     started = time.monotonic()
 
-    await backend.wait_for_work(["idle"], 0.6)
+    await backend.wait_for_work(["idle"], 0.6, workflows=[WORKFLOW])
 
     elapsed = time.monotonic() - started
     assert 0.3 <= elapsed < 5.0
@@ -79,6 +79,6 @@ async def test_a_wait_longer_than_a_client_read_timeout_returns_quietly(backend:
     # an idle worker's wait is longer than that and must not be reported as an outage.
     started = time.monotonic()
 
-    await backend.wait_for_work(["idle"], 5.5)
+    await backend.wait_for_work(["idle"], 5.5, workflows=[WORKFLOW])
 
     assert time.monotonic() - started >= 5.0
