@@ -8,6 +8,7 @@ a worker of the pool still starts and runs work.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -92,8 +93,8 @@ async def test_bad_run_options_are_refused_and_store_nothing(
         await pool.run_by_name("take", 1, **options)
     with pytest.raises(ConfigurationError, match=named):
         await pool.run_by_name("defined_elsewhere", 1, **options)
-    with pytest.raises(ConfigurationError, match=named):
-        take.run_sync(1, **options)
+    with pytest.raises(ConfigurationError, match=named):  # from sync code: a thread here
+        await asyncio.to_thread(take.run_sync, 1, **options)
     await assert_store_untouched(pool)
 
 
