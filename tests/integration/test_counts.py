@@ -4,18 +4,10 @@ the time it ran in all, and why it waits."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 
 from tests.integration.conftest import fast_worker
+from tests.polling import wait_until
 from workpool import Pending, RunContext, Running, Workpool
-
-
-async def wait_until(condition: Callable[[], Awaitable[bool]], limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not await condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 async def test_attempts_never_go_back_while_a_run_waits_durably(pool: Workpool) -> None:

@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 from tests.integration.conftest import fast_worker
+from tests.polling import wait_until
 from workpool import Cron, RunContext, Workpool
 from workpool.clock import ManualClock
 from workpool.worker.cron import CronScheduler
 
 EVERY_SECOND = "* * * * * *"
-
-
-async def wait_until(condition: Callable[[], bool], limit: float = 20.0) -> None:
-    """Poll until `condition` holds; fail after `limit` s (ticks come late on a loaded box)."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_five_workers_fire_each_tick_once(pool: Workpool) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,18 +15,11 @@ import pytest
 from tests.integration import process_app
 from tests.integration.conftest import fast_worker
 from tests.integration.processes import Workers
+from tests.polling import wait_until as wait_for
 from workpool import RunContext, UnknownWorkflowError, Workpool
 from workpool.backends import open_backend
 
 QUICK_LEASE = ("--lease-seconds", "1", "--renew-seconds", "0.2")
-
-
-async def wait_for(condition: Callable[[], object], limit: float = 30.0) -> None:
-    """Poll until ``condition()`` is true; fail after ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.slow

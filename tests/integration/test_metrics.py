@@ -8,7 +8,6 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import fast_worker
+from tests.polling import wait_until
 from workpool import (
     Cron,
     NonRetriableError,
@@ -76,13 +76,6 @@ async def steal_a_lease(backend_url: str) -> list[str]:
     finally:
         await thief.close()
     return [run.lease.run_id for run in stolen.runs]
-
-
-async def wait_until(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_a_worker_serves_its_metrics(pool: Workpool, backend_url: str) -> None:

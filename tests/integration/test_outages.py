@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.polling import wait_until as wait_for
 from tests.redis_server import RedisServer
 from workpool import RunContext, Workpool
 from workpool.worker.metrics import WorkerMetrics
@@ -39,14 +39,6 @@ def redis_server(tmp_path: Path) -> Iterator[Callable[[Sequence[str]], RedisServ
     yield start
     for server in servers:
         server.stop()
-
-
-async def wait_for(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    """Poll until ``condition`` holds; fail after ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 def workpool_records(records: Sequence[logging.LogRecord]) -> list[logging.LogRecord]:

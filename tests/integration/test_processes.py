@@ -10,7 +10,12 @@ import pytest
 
 from tests.integration import process_app
 from tests.integration.processes import Workers
+from tests.polling import wait_until
 from workpool import RunHandle, Workpool
+
+
+async def _live(pool: Workpool, count: int) -> bool:
+    return len(await pool.live_workers()) >= count
 
 
 async def enqueue_chores(pool: Workpool, count: int) -> list[RunHandle[int]]:
@@ -39,7 +44,9 @@ async def test_three_workers_two_thousand_runs(workers: Workers, backend_url: st
     runs = 2000
     for _ in range(3):
         workers.start("--concurrency", "20", "--lease-seconds", "5", "--renew-seconds", "0.5")
-    await asyncio.sleep(2)  # let every process start: the runs now drain in seconds
+    # Every process must be up before the runs (they drain in seconds): each says so
+    # with its heartbeat as it starts.
+    await wait_until(lambda: _live(pool, 3))
     handles = await enqueue_chores(pool, runs)
     for _ in range(1200):
         if len(workers.lines("hook")) >= runs:

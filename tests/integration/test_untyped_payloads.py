@@ -4,8 +4,6 @@ holds them unchanged; context needs on_complete (issue 12)."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -14,6 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.integration.conftest import fast_worker
+from tests.polling import wait_until
 from workpool import (
     ConfigurationError,
     OnComplete,
@@ -37,13 +36,6 @@ EVERY_KIND = {
 class Order(BaseModel):
     order_id: str
     amount_cents: int
-
-
-async def wait_until(condition: Callable[[], bool], limit: float = 10.0) -> None:
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_untyped_input_json_would_change_is_refused_at_enqueue(pool: Workpool) -> None:
