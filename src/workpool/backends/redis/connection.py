@@ -17,8 +17,16 @@ from typing import Any
 import hiredis
 from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection
+from redis.exceptions import (
+    BusyLoadingError,
+    ClusterDownError,
+    MasterDownError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from workpool.errors import BackendUnavailableError
@@ -27,6 +35,19 @@ COMMAND_TIMEOUT = 30.0
 """Seconds to wait for the reply of a (non-blocking) command before dropping the link."""
 
 NETWORK_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+
+UNAVAILABLE_REPLIES = (
+    BusyLoadingError,  # LOADING: a restarted server reads its data back
+    ReadOnlyError,  # READONLY: a replica, e.g. during a failover
+    OutOfMemoryError,  # OOM: full under maxmemory-policy noeviction
+    MasterDownError,
+    TryAgainError,
+    ClusterDownError,
+)
+"""Error replies of a server that is there but cannot serve writes for now: callers
+treat them as an outage (retry later), not as a refused operation."""
+UNAVAILABLE_CODES = ("BUSY ", "NOREPLICAS ")
+"""The same, for codes redis-py has no class for (a script running too long...)."""
 
 
 class CommandLink:
@@ -75,6 +96,10 @@ class CommandLink:
                     ) from error
                 if isinstance(error, NETWORK_ERRORS):
                     raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+                if _unavailable(error):
+                    raise BackendUnavailableError(
+                        f"Redis cannot serve {args[0]} now: {error}"
+                    ) from error
                 raise
 
     async def close(self) -> None:
@@ -83,6 +108,14 @@ class CommandLink:
             connection, self._connection = self._connection, None
         if connection is not None:
             await connection.disconnect()
+
+
+def _unavailable(error: BaseException) -> bool:
+    """Whether an error reply says the server cannot serve for now (see
+    ``UNAVAILABLE_REPLIES``; a script's reply carries the code of its command's error)."""
+    if isinstance(error, UNAVAILABLE_REPLIES):
+        return True
+    return isinstance(error, ResponseError) and str(error).startswith(UNAVAILABLE_CODES)
 
 
 def _ends_connection(error: BaseException) -> bool:
