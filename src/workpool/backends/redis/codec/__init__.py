@@ -1,0 +1,73 @@
+"""Translation between the protocol's values and what the scripts read and return.
+
+Times cross as decimal strings (``repr`` of a float) so nothing rounds them; JSON
+texts (inputs, outputs, errors, retry policies, hook contexts) pass through unchanged.
+One module per area, every name re-exported here (callers write ``codec.encode_runs``):
+
+- ``times.py``     ``seconds``, ``milliseconds``
+- ``runs.py``      new runs, finish batches, leases, claimed rows, run hashes
+- ``stats.py``     ``get_stats.lua``'s reply, worker records
+- ``steps.py``     stored steps
+- ``settings.py``  queue settings, workflow registry records
+"""
+
+from __future__ import annotations
+
+from workpool.backends.redis.codec.runs import (
+    RUN_FIELDS,
+    decode_claimed,
+    decode_run,
+    encode_finishes,
+    encode_rate_limits,
+    encode_runs,
+    gate_fields,
+    lease_pairs,
+    optional_argument,
+)
+from workpool.backends.redis.codec.settings import (
+    decode_settings,
+    decode_workflow,
+    encode_queue_change,
+    encode_workflow,
+)
+from workpool.backends.redis.codec.stats import (
+    COUNTER_NAMES,
+    decode_stats,
+    encode_worker,
+    live_workers,
+)
+from workpool.backends.redis.codec.steps import (
+    STEP_KINDS,
+    STEP_STATUSES,
+    decode_step,
+    decode_steps,
+    encode_step,
+)
+from workpool.backends.redis.codec.times import milliseconds, seconds
+
+__all__ = [
+    "seconds",
+    "milliseconds",
+    "RUN_FIELDS",
+    "encode_runs",
+    "encode_rate_limits",
+    "gate_fields",
+    "encode_finishes",
+    "lease_pairs",
+    "decode_claimed",
+    "decode_run",
+    "optional_argument",
+    "COUNTER_NAMES",
+    "decode_stats",
+    "encode_worker",
+    "live_workers",
+    "STEP_KINDS",
+    "STEP_STATUSES",
+    "encode_step",
+    "decode_step",
+    "decode_steps",
+    "encode_queue_change",
+    "decode_settings",
+    "encode_workflow",
+    "decode_workflow",
+]

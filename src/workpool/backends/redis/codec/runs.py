@@ -1,0 +1,227 @@
+"""Runs and claims: ``enqueue.lua``'s flat arguments, finish batches, leases, claimed
+rows and run hashes.
+
+JSON texts (inputs, outputs, errors, retry policies, hook contexts) pass through
+unchanged; a run hash's fields are checked as they are read (``CorruptRecordError``
+names the run and the field).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from workpool.backends.base import (
+    ACTIVE_STATES,
+    TERMINAL_STATES,
+    ClaimedRun,
+    CompletionHook,
+    Finish,
+    Lease,
+    NewRun,
+    RateLimitSpec,
+    RunRecord,
+)
+from workpool.backends.redis.codec.times import milliseconds, seconds
+from workpool.backends.redis.keys import gate_suffix
+from workpool.errors import CorruptRecordError
+
+RUN_FIELDS = 14
+"""Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
+
+
+def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
+    """The flat arguments of ``enqueue.lua`` after ``now``: RUN_FIELDS values per run."""
+    args: list[str] = []
+    for run in runs:
+        hooks = json.dumps([_encode_hook(hook) for hook in run.hooks]) if run.hooks else ""
+        if run.idempotency_key is None:
+            idempotency = ("", "", "")
+        else:
+            idempotency = (
+                run.idempotency_key,
+                seconds(now + run.idempotency_ttl),
+                milliseconds(run.idempotency_ttl),
+            )
+        args += (
+            run.id,
+            run.workflow,
+            run.queue,
+            run.input,
+            seconds(run.available_at),
+            run.retry or "",
+            hooks,
+            *idempotency,
+            *gate_fields(run.max_concurrency, run.concurrency_key),
+            "1" if run.skip_if_busy else "",
+            encode_rate_limits(run.rate_limits),
+        )
+    return args
+
+
+def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str:
+    """A run's rate limits as the scripts store them (its hash field ``rate``): JSON
+    text of [[limiter id, count, per], ...], or '' for none. Raises ValueError for a
+    count below 1 or a ``per`` that is not a positive number of seconds."""
+    if not limits:
+        return ""
+    for limit in limits:
+        if isinstance(limit.count, bool) or limit.count < 1:
+            raise ValueError(f"rate limit {limit.limiter!r}: count must be a whole number >= 1")
+        if not math.isfinite(limit.per) or limit.per <= 0:
+            raise ValueError(f"rate limit {limit.limiter!r}: per must be a positive duration")
+    triples = [[limit.limiter, limit.count, float(limit.per)] for limit in limits]
+    return json.dumps(triples, ensure_ascii=False, separators=(",", ":"))
+
+
+def gate_fields(max_concurrency: int | None, concurrency_key: str | None) -> tuple[str, str]:
+    """(max_concurrency, concurrency key) as enqueue arguments: ('', '') when ungated."""
+    if max_concurrency is None:
+        return ("", "")
+    return (str(max_concurrency), gate_suffix(concurrency_key))
+
+
+def _encode_hook(hook: CompletionHook) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "workflow": hook.workflow,
+        "queue": hook.queue,
+        "context": hook.context,
+        "retry": hook.retry,
+        "on_failure_only": hook.on_failure_only,
+    }
+    if hook.max_concurrency is not None:
+        item["max_concurrency"] = hook.max_concurrency
+    return item
+
+
+def encode_finishes(finishes: Sequence[Finish]) -> str:
+    """The JSON batch argument of ``finish.lua``."""
+    items = []
+    for finish in finishes:
+        item: dict[str, Any] = {
+            "run_id": finish.lease.run_id,
+            "token": finish.lease.token,
+            "status": finish.status,
+        }
+        if finish.output is not None:
+            item["output"] = finish.output
+        if finish.error is not None:
+            item["error"] = finish.error
+        if finish.retry_at is not None:
+            item["retry_at"] = seconds(finish.retry_at)
+        if finish.wake_at is not None:
+            item["wake_at"] = seconds(finish.wake_at)
+        if finish.waiting_on:
+            item["waiting_on"] = list(finish.waiting_on)
+        items.append(item)
+    return json.dumps(items, ensure_ascii=False)
+
+
+def lease_pairs(leases: Sequence[Lease]) -> list[tuple[str, str]]:
+    """(run id, token) per lease, as renew.lua and release.lua take them."""
+    return [(lease.run_id, lease.token) for lease in leases]
+
+
+def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
+    """A ClaimedRun from one row of claim.lua's reply."""
+    run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
+    steps, claims, isolated = row[9:]
+    return ClaimedRun(
+        lease=Lease(run_id=run_id, token=token),
+        workflow=workflow,
+        queue=queue,
+        input=input_,
+        attempt=int(attempt),
+        retry=retry,
+        created_at=float(created_at),
+        available_at=float(available_at),
+        has_steps=int(steps) == 1,
+        fence=int(claims),
+        isolated=int(isolated) == 1,
+    )
+
+
+class _Fields:
+    """Reads one run hash, naming the run and field in every CorruptRecordError."""
+
+    def __init__(self, run_id: str, fields: Mapping[str, str]) -> None:
+        self._run_id = run_id
+        self._fields = fields
+
+    def text(self, name: str) -> str:
+        value = self._fields.get(name)
+        if value is None:
+            raise CorruptRecordError(f"run {self._run_id}: stored field {name!r} is missing")
+        return value
+
+    def status(self) -> str:
+        status = self.text("status")
+        if status not in ACTIVE_STATES and status not in TERMINAL_STATES:
+            raise CorruptRecordError(f"run {self._run_id}: stored status {status!r} is unknown")
+        return status
+
+    def optional_text(self, name: str) -> str | None:
+        return self._fields.get(name)
+
+    def integer(self, name: str) -> int:
+        text = self.text(name)
+        try:
+            return int(text)
+        except ValueError:
+            raise self._not_a_number(name, text) from None
+
+    def number(self, name: str) -> float:
+        text = self.text(name)
+        try:
+            return float(text)
+        except ValueError:
+            raise self._not_a_number(name, text) from None
+
+    def optional_number(self, name: str) -> float | None:
+        return None if self._fields.get(name) is None else self.number(name)
+
+    def _not_a_number(self, name: str, text: str) -> CorruptRecordError:
+        return CorruptRecordError(
+            f"run {self._run_id}: stored field {name!r} is not a number: {text!r}"
+        )
+
+
+def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
+    """A RunRecord from a run hash (HGETALL), or CorruptRecordError."""
+    read = _Fields(run_id, fields)
+    return RunRecord(
+        id=read.text("id"),
+        workflow=read.text("workflow"),
+        queue=read.text("queue"),
+        status=read.status(),
+        attempts=read.integer("attempts"),
+        input=read.text("input"),
+        output=read.optional_text("output"),
+        error=read.optional_text("error"),
+        retry=read.optional_text("retry"),
+        created_at=read.number("created_at"),
+        available_at=read.number("available_at"),
+        started_at=read.optional_number("started_at"),
+        finished_at=read.optional_number("finished_at"),
+        cancel_requested=read.integer("cancel_requested") == 1,
+        cancel_reason=read.optional_text("cancel_reason"),
+        lease_losses=read.integer("lease_losses"),
+        idempotency_key=read.optional_text("idempotency_key"),
+        parent_run_id=read.optional_text("parent_run_id"),
+        retry_of=read.optional_text("retry_of"),
+        retried_as=read.optional_text("retried_as"),
+        executions=int(fields.get("claims") or 0),
+        run_time=float(fields.get("run_time") or 0.0),
+        max_concurrency=int(fields["gate_limit"]) if fields.get("gate_limit") else None,
+        waiting_at_gate=bool(fields.get("gate"))
+        and fields.get("status") == "queued"
+        and fields.get("admitted") != "1",
+    )
+
+
+def optional_argument(value: str | None) -> str:
+    """An optional text as list_runs.lua takes it: '' for None, else '=' + the text (so
+    an empty name is still a name)."""
+    return "" if value is None else "=" + value

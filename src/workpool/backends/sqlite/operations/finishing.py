@@ -1,0 +1,98 @@
+"""The lease holder's writes: ``renew``, ``finish`` (end, retry or suspend an attempt)
+and ``release``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from workpool.backends.base import Finish, Lease, RenewResult
+from workpool.backends.checks import check_finishes
+from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.ending import Ending
+from workpool.backends.sqlite.operations.transaction import EXECUTIONS, RETRIED, RUN_TIME, TIMED
+
+
+class Finishing(Ending):
+    """Renewing leases and ending attempts."""
+
+    def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
+        """Extend held leases; report the others lost and the held ones cancel-requested."""
+        pairs = json.dumps([[lease.run_id, lease.token] for lease in leases])
+        rows = self._execute("renew_leases", leases=pairs, expires_at=now + lease_seconds)
+        renewed = {
+            (row["id"], row["lease_token"]): records.flag(row, "cancel_requested") for row in rows
+        }
+        lost = {lease.run_id for lease in leases if (lease.run_id, lease.token) not in renewed}
+        canceled = {run_id for (run_id, _), requested in renewed.items() if requested}
+        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
+
+    def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
+        """Apply each entry whose lease is held; False for the others."""
+        check_finishes(finishes, now)
+        return [self._finish_one(entry, now) for entry in finishes]
+
+    def _finish_one(self, entry: Finish, now: float) -> bool:
+        held = self._held(entry.lease)
+        if held is None:
+            return False
+        queue = records.text(held, "queue")
+        self._left_running(queue)
+        run_id = entry.lease.run_id
+        ran = now - records.number(held, "started_at")
+        if entry.status != "suspend":
+            tally = self._tally(queue, records.text(held, "workflow"), now)
+            tally[EXECUTIONS] += 1
+            tally[TIMED] += 1
+            tally[RUN_TIME] += ran
+            if entry.status == "retry" and not records.flag(held, "cancel_requested"):
+                tally[RETRIED] += 1
+        if entry.status == "succeeded":
+            self._end(run_id, "succeeded", now, output=entry.output, ran=ran)
+        elif records.flag(held, "cancel_requested"):
+            self._end(run_id, "canceled", now, error=entry.error, ran=ran)
+        elif entry.status == "retry":
+            retry_at = now if entry.retry_at is None else entry.retry_at
+            left = self._leave_gate(run_id)
+            rows = self._execute(
+                "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now, ran=ran
+            ).fetchall()
+            self._fill(*left)
+            self._joined(rows, now)
+        elif entry.status == "suspend":
+            self._suspend(entry, records.text(held, "queue"), now, ran)
+        else:
+            error = entry.error if entry.status == "failed" else None
+            self._end(run_id, entry.status, now, error=error, ran=ran)
+        return True
+
+    def _suspend(self, entry: Finish, queue: str, now: float, ran: float) -> None:
+        """Suspend a held run, or queue it again at once if what it waits for is done."""
+        due = entry.wake_at is not None and entry.wake_at <= now
+        if not due and entry.waiting_on:
+            ids = json.dumps(sorted(set(entry.waiting_on)))
+            row = self._execute("unfinished_among", ids=ids).fetchone()
+            due = records.integer(row, "unfinished") < len(set(entry.waiting_on))
+        run_id = entry.lease.run_id
+        left = self._leave_gate(run_id)
+        if due:
+            rows = self._execute("resume_now", id=run_id, now=now, ran=ran).fetchall()
+            self.woken.add(queue)
+            self._fill(*left)
+            self._joined(rows, now)
+        else:
+            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, ran=ran)
+            self._fill(*left)
+
+    def release(self, leases: Sequence[Lease], now: float) -> None:
+        """Queue held runs again now (or end them canceled if cancel was requested)."""
+        for lease in leases:
+            held = self._held(lease)
+            if held is None:
+                continue
+            self._left_running(records.text(held, "queue"))
+            if records.flag(held, "cancel_requested"):
+                self._end(lease.run_id, "canceled", now)
+            else:
+                self._requeue(lease.run_id, now, lease_loss=0)

@@ -1,0 +1,60 @@
+"""``save_step``: a held run's step, and the child run a ``workflow`` or ``emit`` step starts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from workpool.backends.base import TERMINAL_STATES, Lease, NewRun, StepRecord
+from workpool.backends.checks import check_step
+from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.ending import child_outcome
+from workpool.backends.sqlite.operations.enqueueing import Enqueueing
+
+
+class Steps(Enqueueing):
+    """Saving steps, starting children in the same transaction."""
+
+    def save_step(
+        self, lease: Lease, step: StepRecord, now: float, child: NewRun | None
+    ) -> StepRecord | None:
+        """Store a step of a held run, starting its child first if it has one."""
+        check_step(lease.run_id, step, now, child)
+        if self._held(lease) is None:
+            return None
+        if child is not None:
+            step = self._start_child(lease.run_id, step, child, now)
+        self._execute(
+            "save_step",
+            run_id=lease.run_id,
+            name=step.name,
+            kind=step.kind,
+            status=step.status,
+            attempts=step.attempts,
+            output=step.output,
+            error=step.error,
+            child_run_id=step.child_run_id,
+            wake_at=step.wake_at,
+            started_at=step.started_at,
+            finished_at=step.finished_at,
+        )
+        self._execute("mark_has_steps", id=lease.run_id)
+        return step
+
+    def _start_child(
+        self, parent_id: str, step: StepRecord, child: NewRun, now: float
+    ) -> StepRecord:
+        awaited = step.kind == "workflow"
+        stored = self._enqueue_one(
+            child, now, parent_run_id=parent_id, parent_step=step.name if awaited else None
+        )
+        step = replace(step, child_run_id=stored.run_id)
+        if not awaited:
+            return replace(step, output=json.dumps(stored.run_id))
+        if stored.created:
+            return step
+        row = self._execute("child_outcome", id=stored.run_id).fetchone()
+        if row is None or records.text(row, "status") not in TERMINAL_STATES:
+            return step
+        status, output, error = child_outcome(row)
+        return replace(step, status=status, output=output, error=error, finished_at=now)

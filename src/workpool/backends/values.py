@@ -1,0 +1,376 @@
+"""The values the Backend protocol takes and returns: frozen dataclasses and literals.
+
+``base.py`` states what each operation does with them (the spec); this module only
+says what each field holds. Import them from ``workpool.backends.base``, which
+re-exports every name here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
+TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
+ACTIVE_STATES: frozenset[str] = frozenset({"scheduled", "queued", "running", "suspended"})
+
+FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
+StepKind = Literal["run", "workflow", "emit", "sleep"]
+StepStatus = Literal["waiting", "succeeded", "failed", "canceled"]
+CancelResult = Literal["canceled", "requested", "finished", "not_found"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionHook:
+    """A run to enqueue when the owning run reaches a terminal state.
+
+    When the owning run ends (and, if ``on_failure_only``, only when it ends
+    ``failed``), the backend enqueues, in the same atomic operation, a new run with
+    a fresh id (``hook_run_id`` rule below), ``workflow``/``queue``/``retry`` from
+    the hook, ``available_at = now`` and this exact JSON input (keys in this order,
+    no whitespace requirements)::
+
+        {"run_id": <owning run id>, "workflow": <owning workflow name>,
+         "context": <context JSON>,
+         "result": {"status": "succeeded", "output": <output JSON>}
+                 | {"status": "failed", "error": <error JSON>}
+                 | {"status": "canceled", "reason": <reason string or null>}}
+
+    The hook run's id is ``<owning run id>-<index of the hook in hooks, from 0>``, so
+    a hook can never be enqueued twice.
+    """
+
+    workflow: str
+    queue: str
+    context: str
+    """JSON text passed through as ``context``."""
+    retry: str | None
+    """JSON text of the hook run's retry policy, or None (one attempt)."""
+    on_failure_only: bool
+    max_concurrency: int | None = None
+    """The hook run's gate limit (its gate has no concurrency key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitSpec:
+    """One limiter a run counts against: ``count`` starts per ``per`` seconds."""
+
+    limiter: str
+    """Its id: runs with the same id share the limit (e.g. ``workflow:send_email``)."""
+    count: int
+    per: float
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run to store. The id is chosen by the caller (so batches need no round trip);
+    it must not contain ``:`` (Redis keys of a run's steps and children append to it).
+    The client's ids begin with the creation time (12 hex digits of milliseconds), so
+    ``list_runs`` (by id, descending) lists newest first."""
+
+    id: str
+    workflow: str
+    queue: str
+    input: str
+    """JSON text."""
+    available_at: float
+    """When the run may start. ``<= now``: stored ``queued``; later: ``scheduled``."""
+    retry: str | None = None
+    """JSON text of the retry policy, stored and returned with claims; None: one attempt."""
+    hooks: tuple[CompletionHook, ...] = ()
+    idempotency_key: str | None = None
+    """With a key, a second enqueue of (workflow, key) within the TTL stores nothing."""
+    idempotency_ttl: float = 7 * 24 * 3600.0
+    """Seconds the idempotency key is remembered, from this enqueue."""
+    max_concurrency: int | None = None
+    """At most this many runs of (workflow, concurrency_key) admitted at once (see ``base.py``);
+    None: the run is not gated."""
+    concurrency_key: str | None = None
+    """Scopes ``max_concurrency``: runs with different keys do not limit each other."""
+    rate_limits: tuple[RateLimitSpec, ...] = ()
+    """The limiters this run's starts count against (see ``base.py``)."""
+    skip_if_busy: bool = False
+    """Store nothing (``Enqueued.skipped``) if the run's gate already admits
+    ``max_concurrency`` runs (a cron tick that would only wait behind them). Checked
+    after the idempotency key (an earlier run holding it is returned as usual) and
+    before anything is stored; a skipped run's key is not remembered. For ``enqueue``
+    only: children of ``save_step`` never set it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Enqueued:
+    """Outcome of enqueueing one NewRun."""
+
+    run_id: str
+    """The stored run: the new one, or the earlier run holding the idempotency key."""
+    created: bool
+    """False when an unexpired idempotency key matched and nothing was stored."""
+    skipped: bool = False
+    """True when nothing was stored because of ``NewRun.skip_if_busy``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A run as stored. JSON fields are returned as the text that was stored."""
+
+    id: str
+    workflow: str
+    queue: str
+    status: str
+    attempts: int
+    """Attempts started so far: claims, less the ones that resumed a suspended run."""
+    input: str
+    output: str | None
+    error: str | None
+    """JSON text ``{"type", "message", "traceback"}`` of the last failure, or None."""
+    retry: str | None
+    created_at: float
+    available_at: float
+    started_at: float | None
+    """When the latest attempt was claimed."""
+    finished_at: float | None
+    cancel_requested: bool
+    cancel_reason: str | None
+    lease_losses: int
+    idempotency_key: str | None
+    parent_run_id: str | None = None
+    """The run whose step started this one, if any."""
+    retry_of: str | None = None
+    """The run this one re-runs (``rerun``), if any."""
+    retried_as: str | None = None
+    """The run that re-runs this one (``rerun``), if any."""
+    executions: int = 0
+    """Claims so far: every start of the handler (resumes and reclaims included)."""
+    run_time: float = 0.0
+    """Seconds of every execution that a ``finish`` ended, added up."""
+    max_concurrency: int | None = None
+    """The limit of the run's concurrency gate, if it has one."""
+    waiting_at_gate: bool = False
+    """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """One page of ``list_runs``."""
+
+    runs: list[RunRecord]
+    cursor: str | None
+    """Pass it back for the next page; None when this page was not full (no more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairActivity:
+    """How many runs of one (queue, workflow) are in each active state, now."""
+
+    queue: str
+    workflow: str
+    scheduled: int
+    queued: int
+    """Queued runs, claimable or waiting for a place at a concurrency gate."""
+    running: int
+    suspended: int
+
+
+@dataclass(frozen=True, slots=True)
+class PairCounters:
+    """What happened to runs of one (queue, workflow) in the minutes asked for.
+
+    - ``executions``: attempts that ended: reported by ``finish`` with ``succeeded``,
+      ``failed``, ``canceled`` or ``retry`` (not ``suspend``: the attempt goes on,
+      even when a cancel request turns the suspend into ``canceled``), or reaped by
+      ``claim`` after their lease expired.
+    - ``timed``: those reported by ``finish``; ``run_time`` sums their ``now -
+      started_at`` in seconds (a reaped attempt's duration is unknown).
+    - ``succeeded``, ``failed``, ``canceled``: runs that reached that terminal state
+      by any transition (a queued run canceled counts, though it never executed).
+    - ``retried``: attempts that ended with the run scheduled or queued again for
+      another one: ``finish`` with ``retry`` and lease-expiry requeues by ``claim``.
+    """
+
+    queue: str
+    workflow: str
+    executions: int = 0
+    timed: int = 0
+    run_time: float = 0.0
+    succeeded: int = 0
+    failed: int = 0
+    canceled: int = 0
+    retried: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerRecord:
+    """A worker as it announces itself with ``heartbeat``: what it serves, until when."""
+
+    id: str
+    app: str
+    queues: tuple[str, ...]
+    workflows: tuple[str, ...]
+    """The workflows it defines: it claims runs of these only."""
+    started_at: float
+    seen_at: float
+    """Its last heartbeat."""
+    expires_at: float
+    """It counts as gone from then on, unless a heartbeat extends it."""
+
+    def serves(self, queue: str, workflow: str) -> bool:
+        """Whether this worker takes runs of ``workflow`` from ``queue``."""
+        return queue in self.queues and workflow in self.workflows
+
+
+@dataclass(frozen=True, slots=True)
+class StatsSnapshot:
+    """What ``get_stats`` returns."""
+
+    activity: list[PairActivity]
+    """Every (queue, workflow) pair that has had a run, sorted by (queue, workflow)."""
+    counters: list[PairCounters]
+    """Summed over the minutes asked for; only pairs with a count, sorted likewise."""
+    oldest_claimable: dict[str, float]
+    """Per queue with claimable runs (queued, not waiting at a gate): the smallest
+    ``available_at`` among them, so ``now - value`` is how long work has waited for
+    a worker."""
+    workers: list[WorkerRecord] = field(default_factory=list)
+    """The live workers (unexpired at ``now``), by id."""
+
+
+RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeeded"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """What ``rerun`` returns: ``run_id`` is the new run (``created``), the run made by
+    an earlier rerun (``exists``), or None."""
+
+    status: RerunStatus
+    run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Proof that a worker holds a running run. Writes with a stale lease are refused."""
+
+    run_id: str
+    token: str
+    """Unique per claim: a later claim of the same run gets a different token."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedRun:
+    """A run handed to a worker by ``claim``; it is ``running`` under ``lease``."""
+
+    lease: Lease
+    workflow: str
+    queue: str
+    input: str
+    attempt: int
+    """This attempt's number, from 1 (the run's ``attempts`` after the claim)."""
+    retry: str | None
+    created_at: float
+    available_at: float
+    has_steps: bool = False
+    """Whether the run has saved steps (a replay): the worker then loads them."""
+    fence: int = 0
+    """The run's claim count, this claim included: it grows with every claim of the run,
+    so a handler can fence its own writes with it (a later holder has a larger one)."""
+    isolated: bool = False
+    """The run lost its lease before and runs alone: the worker claims nothing else
+    until it ends (see ``Backend.claim``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowInfo:
+    """A workflow definition as a worker registered it (``sync_registry``)."""
+
+    name: str
+    app: str
+    """The application whose workers define it; only they may remove it."""
+    queue: str
+    max_concurrency: int | None
+    retry: str | None
+    """JSON text of the workflow's retry policy, or None (the pool's default applies)."""
+    cron: str
+    """JSON text of the workflow's cron triggers (a list)."""
+    updated_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """A queue's cluster-wide limits, as stored (never set: no limit, not paused)."""
+
+    name: str
+    max_parallelism: int | None = None
+    """At most this many runs of the queue running at once, across workers; None: no limit."""
+    paused: bool = False
+    """A paused queue starts nothing (running runs finish, their outcomes are written)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """What ``claim`` returns."""
+
+    runs: list[ClaimedRun]
+    next_wake_at: float | None
+    """Earliest future time at which claim could find new work in these queues without
+    any new enqueue: the first scheduled run's ``available_at``, the first suspended
+    run's ``wake_at`` or the first lease expiry, whichever is sooner; None when there
+    is none."""
+    isolated_since: float | None = None
+    """The earliest ``available_at`` of the runs to isolate of the served workflows in
+    these queues that this claim did not take (None: there are none): a busy worker
+    stops claiming to become free for them when they have waited too long."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenewResult:
+    """What ``renew`` returns."""
+
+    lost: frozenset[str]
+    """Run ids whose lease the caller no longer holds: stop them without writing."""
+    cancel_requested: frozenset[str]
+    """Run ids (lease still held) whose cancel was requested: interrupt them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The end of one attempt, reported by the lease holder."""
+
+    lease: Lease
+    status: FinishStatus
+    output: str | None = None
+    """JSON text, for ``succeeded``."""
+    error: str | None = None
+    """JSON text ``{"type", "message", "traceback"}``, for ``failed`` and ``retry``."""
+    retry_at: float | None = None
+    """For ``retry``: when the next attempt may start."""
+    wake_at: float | None = None
+    """For ``suspend``: resume at this time at the latest (a durable timer)."""
+    waiting_on: tuple[str, ...] = ()
+    """For ``suspend``: child run ids; the run resumes as soon as any of them ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One saved step of a run, keyed by its name within the run.
+
+    ``kind``: ``run`` (a function's result), ``workflow`` (a child run awaited),
+    ``emit`` (a child run started, not awaited) or ``sleep`` (a durable timer).
+    ``status``: ``waiting`` (a child or timer pending), ``succeeded``, ``failed`` or
+    ``canceled`` (an awaited child was canceled; ``error`` then holds
+    ``{"type": "RunCanceledError", "message": <reason or "">, "traceback": null}``).
+    """
+
+    name: str
+    kind: StepKind
+    status: StepStatus
+    attempts: int
+    """How many times the step was executed to an outcome (success or failure)."""
+    started_at: float
+    output: str | None = None
+    """JSON text, for ``succeeded`` (an ``emit`` step: the child run id as a JSON string)."""
+    error: str | None = None
+    """JSON text ``{"type", "message", "traceback"}`` for ``failed`` and ``canceled``."""
+    child_run_id: str | None = None
+    wake_at: float | None = None
+    """``sleep``: when it ends; ``workflow``: when waiting for the child times out."""
+    finished_at: float | None = None
