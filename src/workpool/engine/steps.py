@@ -24,10 +24,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from workpool.backends.base import Backend, Lease, NewRun, StepKind, StepRecord
-from workpool.client import build_new_run, prepare_run
+from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
 from workpool.engine.fencing import LocalLease
 from workpool.errors import (
@@ -40,11 +40,10 @@ from workpool.errors import (
     StepTimeoutError,
 )
 from workpool.models import RunError
+from workpool.registry import Registry
 from workpool.serialization import check_size, error_json, from_json, to_json
+from workpool.settings import Settings
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
-
-if TYPE_CHECKING:
-    from workpool.app import Workpool
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
@@ -77,7 +76,10 @@ class Suspension:
 class StepEnvironment:
     """What the steps of one execution need from the worker."""
 
-    pool: Workpool
+    registry: Registry
+    """The pool's workflows (children are built from them)."""
+    settings: Settings
+    """The pool's configuration (clock, payload limit, retry defaults)."""
     backend: Backend
     lease: Lease
     threads: Executor
@@ -368,8 +370,8 @@ class Steps:
         child_name = child.name if isinstance(child, Workflow) else child
         if options.get("idempotency_key") is None:
             options["idempotency_key"] = self._child_key(name, child_name)
-        prepared = prepare_run(self._env.pool, child, input, **options)
-        return build_new_run(self._env.pool, prepared, self._now())
+        prepared = prepare_run(self._env.registry, child, input, **options)
+        return build_new_run(self._env.registry, self._env.settings, prepared, self._now())
 
     def _child_key(self, step: str, child: str) -> str:
         digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
@@ -443,11 +445,11 @@ class Steps:
                 future.set_exception(SuspendRun())
 
     def _now(self) -> float:
-        return self._env.pool.clock.now()
+        return self._env.settings.clock.now()
 
     @property
     def _limit(self) -> int:
-        return self._env.pool.max_payload_bytes
+        return self._env.settings.max_payload_bytes
 
 
 def _child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:
