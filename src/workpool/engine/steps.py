@@ -19,17 +19,16 @@ import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, NoReturn, TypeVar
 
-from workpool.backends.base import Backend, Lease, NewRun, StepKind, StepRecord
+from workpool.backends.base import NewRun, StepKind, StepRecord
 from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
-from workpool.engine.fencing import LocalLease
+from workpool.engine.environment import LeaseLost, StepEnvironment, SuspendRun, Suspension
 from workpool.errors import (
     BackendUnavailableError,
     DuplicateStepError,
@@ -40,9 +39,7 @@ from workpool.errors import (
     StepTimeoutError,
 )
 from workpool.models import RunError
-from workpool.registry import Registry
 from workpool.serialization import check_size, error_json, from_json, to_json
-from workpool.settings import Settings
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
 SLEEP_IN_SLOT_UNDER = 0.5
@@ -51,44 +48,6 @@ OUTAGE_FIRST_PAUSE = 0.05
 OUTAGE_LONGEST_PAUSE = 1.0
 """Seconds between tries of a step's backend call while the backend is unreachable."""
 T = TypeVar("T")
-
-
-class SuspendRun(BaseException):
-    """Unwinds a handler whose run now waits durably; the worker suspends the run.
-
-    A BaseException so that handlers' ``except Exception`` blocks let it through.
-    """
-
-
-class LeaseLost(BaseException):
-    """A step could not be saved because the run's lease is gone."""
-
-
-@dataclass(frozen=True, slots=True)
-class Suspension:
-    """What a suspended run waits for: any of these children to end, or the time."""
-
-    wake_at: float | None
-    waiting_on: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StepEnvironment:
-    """What the steps of one execution need from the worker."""
-
-    registry: Registry
-    """The pool's workflows (children are built from them)."""
-    settings: Settings
-    """The pool's configuration (clock, payload limit, retry defaults)."""
-    backend: Backend
-    lease: Lease
-    threads: Executor
-    """Where sync step functions run."""
-    has_steps: bool
-    """The run has saved steps: load them before the first step (else start empty)."""
-    local_lease: LocalLease | None = None
-    """The worker's deadline for acting on the run: no step function starts and no step
-    is saved after it (None: unfenced)."""
 
 
 class Steps:

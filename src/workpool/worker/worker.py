@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 from workpool.backends import describe_store
 from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
 from workpool.engine.context import RunContext
+from workpool.engine.environment import StepEnvironment
 from workpool.engine.execute import Execution, execute
 from workpool.engine.fencing import LocalLease
-from workpool.engine.steps import StepEnvironment, Steps
+from workpool.engine.steps import Steps
 from workpool.logs import RunLogger
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
