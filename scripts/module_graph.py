@@ -43,35 +43,30 @@ def graph() -> dict[str, set[str]]:
     return edges
 
 
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or not."""
+    seen: set[str] = set()
+    todo = list(edges.get(start, ()))
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(edges.get(node, ()))
+    return seen
+
+
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
-    """Tarjan's strongly connected components with more than one member."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
+    """The groups of modules that import each other, directly or not (import cycles)."""
+    reach = {node: reachable(edges, node) for node in edges}
     groups: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        for target in edges.get(node, ()):
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
+    placed: set[str] = set()
     for node in sorted(edges):
-        if node not in index:
-            visit(node)
+        if node in placed:
+            continue
+        group = sorted(other for other in reach[node] if node in reach.get(other, ()))
+        if len(group) > 1:
+            groups.append(group)
+            placed.update(group)
     return groups
 
 
