@@ -10,6 +10,10 @@ only (a child run, a sleep) and no step is in progress, every pending wait raise
 ``SuspendRun``; the worker then suspends the run, and the backend queues it again
 when a child ends or the timer is due. Sleeps shorter than ``SLEEP_IN_SLOT_UNDER``
 stay in the slot: a suspend and resume costs a few backend operations and a replay.
+
+Over 400 lines, and kept whole: it is one class, whose replay bookkeeping (saved steps,
+names used, steps in progress, pending waits) every step kind reads and writes; its
+environment and signals live in ``environment.py``.
 """
 
 from __future__ import annotations

@@ -17,12 +17,10 @@ from typing import TYPE_CHECKING
 
 from workpool.backends import describe_store
 from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
-from workpool.engine.context import RunContext
+from workpool.engine.context import context_for
 from workpool.engine.environment import StepEnvironment
 from workpool.engine.execute import Execution, execute
 from workpool.engine.fencing import LocalLease
-from workpool.engine.steps import Steps
-from workpool.logs import RunLogger
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -274,30 +272,18 @@ class Worker:
     def _start(
         self, claimed: ClaimedRun, backend: Backend, finisher: Finisher, sent_at: float
     ) -> None:
-        ctx = RunContext(
-            run_id=claimed.lease.run_id,
-            workflow=claimed.workflow,
-            queue=claimed.queue,
-            attempt=claimed.attempt,
-            logger=RunLogger(
-                claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt
-            ),
-            fencing_token=claimed.fence,
-        )
         lease = LocalLease(sent_at + self.options.lease.total_seconds())
         workflow = self.registry.workflows[claimed.workflow]  # the claim took served ones only
-        if workflow.is_async:
-            ctx._steps = Steps(
-                StepEnvironment(
-                    self.registry,
-                    self.settings,
-                    backend,
-                    claimed.lease,
-                    self._threads,
-                    claimed.has_steps,
-                    lease,
-                )
-            )
+        env = StepEnvironment(
+            self.registry,
+            self.settings,
+            backend,
+            claimed.lease,
+            self._threads,
+            claimed.has_steps,
+            local_lease=lease,
+        )
+        ctx = context_for(claimed, env, with_steps=workflow.is_async)
         task = asyncio.create_task(execute(workflow, claimed, ctx, self._env))
         task.set_name(f"run {claimed.lease.run_id}")
         now = self.settings.clock.now()
