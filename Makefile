@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit bench clean
+.PHONY: demo test lint types imports unit bench clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -20,7 +20,11 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(VENV)/bin/mypy
 
-test: lint types
+# The layer contracts of [tool.importlinter] in pyproject.toml (docs/architecture.md).
+imports: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+test: lint types imports
 	$(VENV)/bin/pytest -q
 
 # The benchmark suite (docs/benchmarks.md): `make bench`, `make bench-quick` (under 2 min),

@@ -92,7 +92,7 @@ async def run(env: Env) -> Measured:
 
     try:
         backend = await pool.backend()
-        keeper = Housekeeper(pool, "bench-keeper")
+        keeper = Housekeeper(pool.settings, "bench-keeper")
         worker = pool.worker(concurrency=50, housekeeping_every=timedelta(seconds=5))
         async with worker:
             await drain(pool, WARM_UP, 0)

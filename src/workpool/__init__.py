@@ -2,7 +2,6 @@
 
 from workpool.app import Workpool
 from workpool.backends.base import QueueSettings, WorkerRecord
-from workpool.client import RunHandle
 from workpool.cron import Cron
 from workpool.definitions import PreparedRun, Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
@@ -24,6 +23,7 @@ from workpool.errors import (
     UnservedWorkflowError,
     WorkpoolError,
 )
+from workpool.handles import RunHandle
 from workpool.models import (
     Canceled,
     Failure,

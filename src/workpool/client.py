@@ -1,360 +1,342 @@
-"""The client side: turning PreparedRuns into stored runs, and stored runs into values."""
+"""The client: enqueue, read, cancel and administer runs over a backend.
+
+``Client`` turns user calls into backend operations and stored records into values; it
+never decides a run's fate. It holds the registry and the settings (plain values), and
+one backend per event loop (``workpool.loops``). Every async method has a ``*_sync``
+twin, written once by ``sync_twin``. ``Workpool`` is a client with the definitions API
+and the worker factory on top.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+import difflib
+import logging
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any, get_args
 
-from pydantic import TypeAdapter
-
+from workpool.backends import open_backend
 from workpool.backends.base import (
-    CompletionHook,
+    Backend,
+    CancelResult,
+    Enqueued,
     NewRun,
-    RateLimitSpec,
-    RunRecord,
-    StepRecord,
-    WorkflowInfo,
+    QueueSettings,
+    WorkerRecord,
 )
-from workpool.definitions import PreparedRun, RunOptions, Workflow
-from workpool.errors import (
-    CorruptRecordError,
-    RunCanceledError,
-    RunFailedError,
-    RunNotFoundError,
-)
-from workpool.models import (
-    Canceled,
-    Failure,
-    Finished,
-    Pending,
-    RegisteredWorkflow,
-    Run,
-    RunError,
-    Running,
-    RunStatus,
-    Step,
-    Success,
-)
-from workpool.options import RateLimit
-from workpool.run_ids import PROCESS_RUN_IDS
-from workpool.serialization import check_size, from_json, to_json
-from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
+from workpool.builder import build_new_run, new_run_id, prepare_run
+from workpool.decoding import registered_workflow, require_run, run_from_record, step_from_record
+from workpool.definitions import PreparedRun
+from workpool.errors import RunNotFoundError, RunStateError, UnknownWorkflowError
+from workpool.handles import RunHandle
+from workpool.loops import LoopBackends
+from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
+from workpool.registry import Registry, check_parallelism
+from workpool.settings import Settings
+from workpool.stats import MAX_WINDOW, Stats, summarize
+from workpool.sync import Portal, sync_twin
+from workpool.validation import as_timedelta, check_name
 
-if TYPE_CHECKING:
-    from workpool.app import Workpool
+__all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
-OutputT = TypeVar("OutputT")
+CANCEL_BATCH = 500
+MAX_PAGE = 1000
+"""The most runs one ``list_runs`` page may hold."""
+RUN_STATES: frozenset[str] = frozenset(get_args(RunState))
+
+client_logger = logging.getLogger("workpool.client")
 
 
-def new_run_id(now: float) -> str:
-    """A 32-hex-digit id whose first 12 digits are the creation time in ms, greater than
-    every id this process made before (see ``workpool.run_ids``): sorted by id, one
-    process's runs are in creation order."""
-    return PROCESS_RUN_IDS.new(now)
+class Client:
+    """Runs over one backend, for the workflows of ``registry``, configured by ``settings``."""
 
+    def __init__(self, registry: Registry, settings: Settings) -> None:
+        self.registry = registry
+        self.settings = settings
+        self._backends = LoopBackends(
+            lambda: open_backend(self.settings.url, prefix=self.settings.prefix)
+        )
+        """One backend per event loop, closed with its loop (see ``workpool.loops``)."""
+        self._registered: tuple[float, frozenset[str]] | None = None
+        """(when read, monotonic; the workflow names of every app's registry)."""
+        self._portal = Portal()
 
-class RunHandle(Generic[OutputT]):
-    """A reference to one run: read its status, wait for its result, cancel it."""
+    # -- backend -------------------------------------------------------------------
 
-    def __init__(
-        self, pool: Workpool, run_id: str, output_adapter: TypeAdapter[Any] | None = None
-    ) -> None:
-        self.pool = pool
-        self.id = run_id
-        self._output_adapter = output_adapter
+    async def backend(self) -> Backend:
+        """The backend for the running event loop, opened on first use and closed when
+        the loop shuts down (``asyncio.run`` and ``asyncio.Runner`` do that), or by
+        ``aclose()``. In a forked child, the parent's backends are never used."""
+        return await self._backends.get()
 
-    def __repr__(self) -> str:
-        return f"<RunHandle {self.id}>"
+    async def aclose(self) -> None:
+        """Close the running event loop's backend now (the next call opens a new one)."""
+        await self._backends.close()
 
-    async def status(self) -> RunStatus:
-        """``Pending``, ``Running`` or ``Finished`` (with the result)."""
-        return status_of(await self._read())
+    def close(self) -> None:
+        """Close the connections of the ``*_sync`` methods and stop their thread (the
+        next ``*_sync`` call starts them again)."""
+        self._portal.close()
 
-    async def result(self, timeout: timedelta | float | None = None) -> OutputT:
-        """Wait for the run to finish and return its output.
+    @property
+    def portal(self) -> Portal:
+        """The private loop thread that serves the ``*_sync`` methods."""
+        return self._portal
 
-        Raises RunFailedError or RunCanceledError when it did not succeed, and
-        TimeoutError when ``timeout`` (a timedelta or seconds; None: no limit) passes
-        first (the run itself goes on).
+    # -- enqueue -------------------------------------------------------------------
+
+    async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
+        """Store a batch of runs (from ``Workflow.prepare``) in one backend operation.
+
+        Returns handles in input order; an idempotency key already in use yields the
+        handle of the earlier run.
         """
-        seconds = None
-        if timeout is not None:
-            seconds = duration_seconds(timeout, what="result() timeout", positive=True)
-        try:
-            async with asyncio.timeout(seconds):
-                run = await self._wait_finished()
-        except TimeoutError:
-            raise TimeoutError(
-                f"run {self.id} did not finish within {seconds} s; it keeps going, "
-                "call result() again to wait longer"
-            ) from None
-        if run.status == "failed":
-            raise RunFailedError(self.id, run.error)
-        if run.status == "canceled":
-            raise RunCanceledError(self.id, run.cancel_reason)
-        if self._output_adapter is not None:
-            return self._output_adapter.validate_python(run.output)  # type: ignore[no-any-return]
-        return run.output  # type: ignore[no-any-return]
+        now = self.settings.clock.now()
+        new_runs = [build_new_run(self.registry, self.settings, run, now) for run in runs]
+        if not new_runs:
+            return []
+        backend = await self.backend()
+        stored = await backend.enqueue(new_runs, now)
+        if client_logger.isEnabledFor(logging.INFO):
+            _log_enqueued(new_runs, stored)
+        return [
+            RunHandle(self, outcome.run_id, prepared.output_adapter)
+            for outcome, prepared in zip(stored, runs, strict=True)
+        ]
 
-    async def cancel(self, reason: str | None = None) -> None:
-        """Cancel the run (see ``Workpool.cancel``)."""
-        await self.pool.cancel(self.id, reason)
+    async def run_by_name(self, /, name: str, input: Any, **options: Any) -> RunHandle[Any]:
+        """Enqueue a run of a workflow known by name only (defined in another codebase).
 
-    def status_sync(self) -> RunStatus:
-        """``status`` for synchronous code."""
-        return self.pool.portal.call(self.status(), "handle.status")
+        Takes the same options as ``Workflow.run``. If the workflow is defined on this
+        pool, its input is validated as ``run`` would. Otherwise the name must be in the
+        backend's registry (what the workers of every app define), unless the registry
+        is empty: a typo is an ``UnknownWorkflowError`` at once, not a run that waits
+        for a worker forever. The registry's names are cached, so this costs a read
+        only when a name is not among them.
+        """
+        prepared = prepare_run(self.registry, name, input, **options)
+        if prepared.definition is None:
+            await self._check_registered(prepared.workflow)
+        return (await self.enqueue_many([prepared]))[0]
 
-    def result_sync(self, timeout: timedelta | float | None = None) -> OutputT:
-        """``result`` for synchronous code."""
-        return self.pool.portal.call(self.result(timeout), "handle.result")
+    async def _check_registered(self, name: str) -> None:
+        if self._registered is not None and name in self._registered[1]:
+            return
+        backend = await self.backend()
+        names = frozenset(info.name for info in await backend.list_workflows())
+        self._registered = (time.monotonic(), names)
+        if names and name not in names:
+            close = difflib.get_close_matches(name, sorted(names), n=3)
+            hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+            raise UnknownWorkflowError(
+                f"no app's workers define a workflow named {name!r}: {hint}the registry "
+                f"knows {', '.join(sorted(names)[:20])}. Deploy the workers that define "
+                "it before the code that enqueues it"
+            )
 
-    def cancel_sync(self, reason: str | None = None) -> None:
-        """``cancel`` for synchronous code."""
-        self.pool.portal.call(self.cancel(reason), "handle.cancel")
+    def handle(self, run_id: str) -> RunHandle[Any]:
+        """A handle on an existing run, by id."""
+        return RunHandle(self, run_id)
 
-    async def _read(self) -> Run:
-        """The run without its children: one backend read."""
-        backend = await self.pool.backend()
-        return require_run(await backend.get_run(self.id), self.id)
+    async def retry_run(self, run_id: str) -> RunHandle[Any]:
+        """Enqueue a failed or canceled run again, as a new run (same workflow, queue,
+        input, retry policy and limits) linked to the old one by ``retry_of`` and
+        ``retried_as``. Retrying a run twice returns the run made the first time.
+        RunNotFoundError for an unknown id; RunStateError for a run that has not failed
+        or been canceled."""
+        backend = await self.backend()
+        now = self.settings.clock.now()
+        result = await backend.rerun(run_id, new_run_id(now), now)
+        if result.status == "not_found":
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        if result.run_id is None:
+            state = "still active" if result.status == "not_finished" else "succeeded"
+            raise RunStateError(
+                f"run {run_id} {state}: only a failed or canceled run can be retried"
+            )
+        return RunHandle(self, result.run_id)
 
-    async def _wait_finished(self) -> Run:
-        delay = 0.005
-        while True:
-            run = await self._read()
-            if run.finished:
-                return run
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.25)
+    # -- read ----------------------------------------------------------------------
 
+    async def get_run(self, run_id: str) -> Run:
+        """The full record of a run, with its parent and children; RunNotFoundError if
+        there is none."""
+        backend = await self.backend()
+        record = await backend.get_run(run_id)
+        children = tuple(await backend.get_children(run_id)) if record is not None else ()
+        return require_run(record, run_id, children)
 
-def prepare_run(
-    pool: Workpool, target: Workflow[Any, Any] | str, input: Any, **options: Any
-) -> PreparedRun:
-    """Prepare a run of a workflow given as an object or a name.
+    async def get_steps(self, run_id: str) -> list[Step]:
+        """Every saved step of a run (``ctx.step.*``), oldest first; RunNotFoundError if
+        there is no such run."""
+        backend = await self.backend()
+        records = await backend.get_steps(run_id)
+        if not records and await backend.get_run(run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        now = self.settings.clock.now()
+        return [step_from_record(run_id, record, now) for record in records]
 
-    A name defined on ``pool`` is validated like its workflow's ``run``; an unknown
-    name (a workflow defined in another codebase) only needs JSON input.
-    """
-    if isinstance(target, Workflow):
-        return target.prepare(input, **options)
-    name = check_name(target, what="workflow name")
-    definition = pool.workflows.get(name)
-    if definition is not None:
-        return definition.prepare(input, **options)
-    return PreparedRun(
-        name, to_json(input, what=f"input of workflow {name!r}"), RunOptions(**options)
-    )
+    async def list_runs(
+        self,
+        *,
+        status: RunState | None = None,
+        workflow: str | None = None,
+        queue: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunList:
+        """Runs matching every filter given, newest first, one page at a time: pass the
+        page's ``cursor`` back for the next. A page costs O(limit) whatever the history
+        size (per (queue, workflow) pair matching the filters)."""
+        if status is not None and status not in RUN_STATES:
+            raise ValueError(
+                f"unknown run status {status!r}: use one of {', '.join(sorted(RUN_STATES))}"
+            )
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit}")
+        backend = await self.backend()
+        page = await backend.list_runs(status, workflow, queue, limit, cursor)
+        return RunList(runs=[run_from_record(record) for record in page.runs], cursor=page.cursor)
 
+    async def stats(
+        self,
+        window: timedelta | float = timedelta(minutes=5),
+        *,
+        queue: str | None = None,
+        workflow: str | None = None,
+    ) -> Stats:
+        """Backlog and activity now, and what happened in the last ``window`` (a
+        timedelta or seconds; whole minutes, at most 24 hours), in total, per queue and
+        per workflow. One backend read from counters kept per minute: its cost does not
+        grow with history."""
+        window = as_timedelta(window, what="window", positive=True)
+        if not timedelta(0) < window <= MAX_WINDOW:
+            raise ValueError(f"window must be more than 0 and at most {MAX_WINDOW}, not {window}")
+        backend = await self.backend()
+        now = self.settings.clock.now()
+        snapshot = await backend.get_stats(now - window.total_seconds(), now)
+        return summarize(snapshot, now, window, queue=queue, workflow=workflow)
 
-def build_new_run(pool: Workpool, prepared: PreparedRun, now: float) -> NewRun:
-    """Resolve queue, retry policy, start time and completion hooks of a prepared run."""
-    options = prepared.options
-    definition = prepared.definition or pool.workflows.get(prepared.workflow)
-    queue = options.queue
-    if queue is None:
-        queue = definition.queue if definition is not None else "default"
-    retry = pool.resolve_retry(options.retry, definition.retries if definition else None)
-    limit = pool.max_payload_bytes
-    check_size(prepared.input_json, what=f"input of workflow {prepared.workflow!r}", limit=limit)
-    ttl = duration_seconds(options.idempotency_ttl, what="idempotency_ttl", positive=True)
-    if options.idempotency_key is not None:
-        check_time(now + ttl, what="idempotency_ttl (the time the key expires)")
-    return NewRun(
-        id=new_run_id(now),
-        workflow=check_name(prepared.workflow, what="workflow name"),
-        queue=check_name(queue, what="queue name"),
-        input=prepared.input_json,
-        available_at=_available_at(options, now),
-        retry=json.dumps(retry.to_json()) if retry is not None else None,
-        hooks=_hooks(pool, options, definition),
-        idempotency_key=options.idempotency_key,
-        idempotency_ttl=ttl,
-        max_concurrency=definition.max_concurrency if definition is not None else None,
-        concurrency_key=prepared.concurrency_key,
-        rate_limits=_rate_limits(pool, definition, prepared, queue),
-    )
+    async def live_workers(self) -> list[WorkerRecord]:
+        """The workers that announced themselves lately: what each serves (its app,
+        queues and workflows), by id."""
+        backend = await self.backend()
+        return await backend.list_workers(self.settings.clock.now())
 
-
-def _rate_limits(
-    pool: Workpool, definition: Workflow[Any, Any] | None, prepared: PreparedRun, queue: str
-) -> tuple[RateLimitSpec, ...]:
-    limits = []
-    if definition is not None and definition.rate_limit is not None:
-        key = prepared.rate_key or ""
-        limiter = f"workflow:{len(definition.name)}:{definition.name}:{key}"
-        limits.append(_spec(limiter, definition.rate_limit))
-    queue_limit = pool.queue_rate_limits.get(queue)
-    if queue_limit is not None:
-        limits.append(_spec(f"queue:{queue}", queue_limit))
-    return tuple(limits)
-
-
-def _spec(limiter: str, limit: RateLimit) -> RateLimitSpec:
-    return RateLimitSpec(limiter, limit.count, limit.seconds)
-
-
-def _available_at(options: RunOptions, now: float) -> float:
-    if options.run_at is not None:
-        return timestamp_of(options.run_at, what="run_at")
-    if options.run_after is not None:
-        seconds = duration_seconds(options.run_after, what="run_after")
-        return check_time(now + seconds, what="run_after (the time the run may start)")
-    return now
-
-
-def _hooks(
-    pool: Workpool, options: RunOptions, definition: Workflow[Any, Any] | None
-) -> tuple[CompletionHook, ...]:
-    hooks = []
-    if options.on_complete is not None:
-        context = to_json(options.context, what="on_complete context")
-        check_size(context, what="on_complete context", limit=pool.max_payload_bytes)
-        hooks.append(_hook(pool, options.on_complete, context, on_failure_only=False))
-    if definition is not None and isinstance(definition.on_failure, Workflow):
-        hooks.append(_hook(pool, definition.on_failure, "null", on_failure_only=True))
-    return tuple(hooks)
-
-
-def _hook(
-    pool: Workpool, target: Workflow[Any, Any] | str, context: str, *, on_failure_only: bool
-) -> CompletionHook:
-    target_def = target if isinstance(target, Workflow) else pool.workflows.get(target)
-    name = target if isinstance(target, str) else target.name
-    retry = pool.resolve_retry(None, target_def.retries if target_def else None)
-    return CompletionHook(
-        workflow=check_name(name, what="on_complete workflow name"),
-        queue=target_def.queue if target_def is not None else "default",
-        context=context,
-        retry=json.dumps(retry.to_json()) if retry is not None else None,
-        on_failure_only=on_failure_only,
-        max_concurrency=target_def.max_concurrency if target_def is not None else None,
-    )
-
-
-def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
-    """Decode a stored record; CorruptRecordError names the run and field it chokes on."""
-    return Run(
-        id=record.id,
-        workflow=record.workflow,
-        queue=record.queue,
-        status=record.status,  # type: ignore[arg-type]
-        attempts=record.attempts,
-        input=_decode(record, "input", record.input),
-        output=_decode(record, "output", record.output),
-        error=_decode_error(record),
-        created_at=_time(record.created_at),
-        available_at=_time(record.available_at),
-        started_at=_time(record.started_at) if record.started_at is not None else None,
-        finished_at=_time(record.finished_at) if record.finished_at is not None else None,
-        cancel_requested=record.cancel_requested,
-        cancel_reason=record.cancel_reason,
-        idempotency_key=record.idempotency_key,
-        parent_run_id=record.parent_run_id,
-        children=children,
-        retry_of=record.retry_of,
-        retried_as=record.retried_as,
-        executions=record.executions,
-        run_time=timedelta(seconds=record.run_time),
-        waiting=_waiting(record),
-    )
-
-
-def _waiting(record: RunRecord) -> str | None:
-    if record.waiting_at_gate:
-        return (
-            f"waiting: workflow {record.workflow!r} is at max_concurrency "
-            f"{record.max_concurrency} (runs of it start as others end)"
-        )
-    return None
-
-
-def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
-    """Decode a registry record."""
-    try:
-        retry, cron = from_json(info.retry), from_json(info.cron)
-    except ValueError as error:
-        raise CorruptRecordError(
-            f"workflow {info.name!r}: its registry record is unreadable ({error})"
-        ) from error
-    return RegisteredWorkflow(
-        name=info.name,
-        app=info.app,
-        queue=info.queue,
-        max_concurrency=info.max_concurrency,
-        retry=retry,
-        cron=cron if isinstance(cron, list) else [],
-        updated_at=_time(info.updated_at),
-    )
-
-
-def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
-    """Decode a saved step; a sleep whose time has come shows as succeeded."""
-    status, finished_at = record.status, record.finished_at
-    if record.kind == "sleep" and record.wake_at is not None and record.wake_at <= now:
-        status, finished_at = "succeeded", record.wake_at
-    what = f"step {record.name!r} of run {run_id}"
-    try:
-        output = from_json(record.output)
-        error = from_json(record.error)
-        return Step(
-            name=record.name,
-            kind=record.kind,
-            status=status,
-            attempts=record.attempts,
-            output=output,
-            error=None if error is None else RunError.model_validate(error),
-            child_run_id=record.child_run_id,
-            wake_at=None if record.wake_at is None else _time(record.wake_at),
-            started_at=_time(record.started_at),
-            finished_at=None if finished_at is None else _time(finished_at),
-        )
-    except ValueError as problem:
-        raise CorruptRecordError(f"{what} is unreadable ({problem})") from problem
-
-
-def status_of(run: Run) -> RunStatus:
-    """The short, Convex-shaped status of a run."""
-    if run.status in ("scheduled", "queued"):
-        return Pending(previous_attempts=run.attempts)
-    if run.status == "running":
-        return Running(previous_attempts=max(run.attempts - 1, 0))
-    if run.status == "suspended":  # its attempt goes on when it resumes
-        return Running(previous_attempts=max(run.attempts - 1, 0))
-    if run.status == "succeeded":
-        return Finished(Success(output=run.output))
-    if run.status == "failed":
-        error = run.error or RunError(type="UnknownError", message="no error was stored")
-        return Finished(Failure(error=error))
-    return Finished(Canceled(reason=run.cancel_reason))
-
-
-def require_run(record: RunRecord | None, run_id: str, children: tuple[str, ...] = ()) -> Run:
-    """The decoded run, or RunNotFoundError."""
-    if record is None:
-        raise RunNotFoundError(f"no run with id {run_id!r} exists")
-    return run_from_record(record, children)
-
-
-def _decode(record: RunRecord, field: str, text: str | None) -> Any:
-    try:
-        return from_json(text)
-    except ValueError as error:
-        raise CorruptRecordError(
-            f"run {record.id}: stored {field} is not valid JSON ({error})"
-        ) from error
-
-
-def _decode_error(record: RunRecord) -> RunError | None:
-    value = _decode(record, "error", record.error)
-    if value is None:
+    async def waiting_reason(self, run: Run) -> str | None:
+        """Why a pending run has not started, if something other than a busy worker
+        holds it: no live worker defines its workflow on its queue, or its queue is
+        paused. None for runs that are not pending."""
+        if run.status not in ("queued", "scheduled"):
+            return None
+        workers = await self.live_workers()
+        if not any(worker.serves(run.queue, run.workflow) for worker in workers):
+            return (
+                f"waiting: no worker defines workflow {run.workflow!r} on queue "
+                f"{run.queue!r} ({len(workers)} live workers)"
+            )
+        if run.waiting is not None:
+            return run.waiting
+        if (await self.get_queue(run.queue)).paused:
+            return f"waiting: queue {run.queue!r} is paused"
         return None
-    try:
-        return RunError.model_validate(value)
-    except ValueError as error:
-        raise CorruptRecordError(f"run {record.id}: stored error is malformed ({error})") from error
+
+    async def list_workflows(self) -> list[RegisteredWorkflow]:
+        """The workflows registered by the workers of every app, by name."""
+        backend = await self.backend()
+        return [registered_workflow(info) for info in await backend.list_workflows()]
+
+    # -- cancel --------------------------------------------------------------------
+
+    async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
+        """Cancel a run: a pending run ends ``canceled`` at once; a running run is
+        interrupted by its worker within one lease renewal. A finished run is left as is.
+
+        Returns ``"canceled"``, ``"requested"`` (running) or ``"finished"``.
+        """
+        backend = await self.backend()
+        result = await backend.cancel(run_id, reason, self.settings.clock.now())
+        if result == "not_found":
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        return result
+
+    async def cancel_all(
+        self,
+        *,
+        before: datetime | None = None,
+        workflow: str | None = None,
+        reason: str | None = None,
+    ) -> int:
+        """Cancel every unfinished run (created before ``before``, of ``workflow``).
+
+        Works in batches, each atomic; returns how many runs were canceled or asked to.
+        """
+        backend = await self.backend()
+        cutoff = before.timestamp() if before is not None else None
+        total = 0
+        while True:
+            count = await backend.cancel_many(
+                cutoff, workflow, reason, CANCEL_BATCH, self.settings.clock.now()
+            )
+            total += count
+            if count == 0:
+                return total
+
+    # -- queues --------------------------------------------------------------------
+
+    async def get_queue(self, queue: str) -> QueueSettings:
+        """A queue's settings: ``max_parallelism`` (None: no limit) and ``paused``."""
+        backend = await self.backend()
+        return await backend.get_queue(check_name(queue, what="queue name"))
+
+    async def set_max_parallelism(self, queue: str, limit: int | None) -> QueueSettings:
+        """Let at most ``limit`` runs of ``queue`` run at once across every worker (None:
+        no limit; 0: start none). Raising it starts waiting runs at once."""
+        backend = await self.backend()
+        name = check_name(queue, what="queue name")
+        return await backend.set_queue(name, max_parallelism=check_parallelism(limit))
+
+    async def pause(self, queue: str) -> QueueSettings:
+        """Start no more runs of ``queue``; running runs finish and are recorded."""
+        backend = await self.backend()
+        return await backend.set_queue(check_name(queue, what="queue name"), paused=True)
+
+    async def resume(self, queue: str) -> QueueSettings:
+        """Start runs of ``queue`` again (within its ``max_parallelism``)."""
+        backend = await self.backend()
+        return await backend.set_queue(check_name(queue, what="queue name"), paused=False)
+
+    # -- synchronous twins (README, "Synchronous code", lists them) ------------------
+
+    enqueue_many_sync = sync_twin(enqueue_many, "pool")
+    run_by_name_sync = sync_twin(run_by_name, "pool")
+    retry_run_sync = sync_twin(retry_run, "pool")
+    get_run_sync = sync_twin(get_run, "pool")
+    get_steps_sync = sync_twin(get_steps, "pool")
+    list_runs_sync = sync_twin(list_runs, "pool")
+    stats_sync = sync_twin(stats, "pool")
+    list_workflows_sync = sync_twin(list_workflows, "pool")
+    cancel_sync = sync_twin(cancel, "pool")
+    cancel_all_sync = sync_twin(cancel_all, "pool")
+    get_queue_sync = sync_twin(get_queue, "pool")
+    set_max_parallelism_sync = sync_twin(set_max_parallelism, "pool")
+    pause_sync = sync_twin(pause, "pool")
+    resume_sync = sync_twin(resume, "pool")
 
 
-def _time(timestamp: float) -> datetime:
-    return datetime.fromtimestamp(timestamp, tz=UTC)
+def _log_enqueued(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> None:
+    for run, outcome in zip(runs, stored, strict=True):
+        if outcome.created:
+            client_logger.info(
+                "run %s enqueued: workflow=%s queue=%s",
+                run.id,
+                run.workflow,
+                run.queue,
+                extra={
+                    "event": "enqueued",
+                    "run_id": run.id,
+                    "workflow": run.workflow,
+                    "queue": run.queue,
+                },
+            )

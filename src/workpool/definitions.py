@@ -7,30 +7,29 @@ import typing
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import TypeAdapter
 
 from workpool.cron import Cron
 from workpool.errors import ConfigurationError
+from workpool.handles import RunHandle
+from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
-from workpool.sync import refuse_in_event_loop
+from workpool.sync import Portal, refuse_in_event_loop
 from workpool.validation import check_name, duration_seconds, timestamp_of
-
-if TYPE_CHECKING:
-    from workpool.app import Workpool
-    from workpool.client import RunHandle
-    from workpool.engine.context import RunContext
-    from workpool.models import OnComplete
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
 
-Handler = Callable[["RunContext", InputT], Awaitable[OutputT] | OutputT]
-AsyncHandler = Callable[["RunContext", InputT], Awaitable[OutputT]]
-SyncHandler = Callable[["RunContext", InputT], OutputT]
-FailureCallback = Callable[["OnComplete"], Awaitable[None] | None]
+# A handler's first argument is a ``workpool.RunContext``. The engine, which defines it,
+# is a layer above this module (it executes these definitions), so the alias says Any:
+# definitions never import the engine, not even for type checking.
+Handler = Callable[[Any, InputT], Awaitable[OutputT] | OutputT]
+AsyncHandler = Callable[[Any, InputT], Awaitable[OutputT]]
+SyncHandler = Callable[[Any, InputT], OutputT]
+FailureCallback = Callable[[OnComplete], Awaitable[None] | None]
 ConcurrencyKey = Callable[[Any], object]
 """Computes a run's concurrency key from its (validated) input; the result is str()-ed."""
 
@@ -96,6 +95,19 @@ class PreparedRun:
         return self.definition.output_adapter if self.definition is not None else None
 
 
+class Enqueuer(Protocol):
+    """What a workflow needs of the client it enqueues through (``Workflow.run``)."""
+
+    @property
+    def portal(self) -> Portal:
+        """The loop thread of the ``*_sync`` methods."""
+        ...
+
+    async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
+        """Store runs in one backend operation; their handles, in order."""
+        ...
+
+
 class Register(Protocol):
     """What ``@pool.workflow(...)`` returns: turns a handler into a Workflow."""
 
@@ -111,7 +123,7 @@ class Workflow(Generic[InputT, OutputT]):
 
     def __init__(
         self,
-        pool: Workpool,
+        client: Enqueuer,
         handler: Handler[InputT, OutputT],
         *,
         name: str,
@@ -136,7 +148,8 @@ class Workflow(Generic[InputT, OutputT]):
                 f"workflow {name!r}: concurrency_key needs a max_concurrency to scope; "
                 "give max_concurrency=N (runs with one key at a time: 1)"
             )
-        self.pool = pool
+        self.client = client
+        """Where ``run`` enqueues: the pool that defined it."""
         self.handler = handler
         self.name = name
         self.queue = queue
@@ -240,7 +253,7 @@ class Workflow(Generic[InputT, OutputT]):
             on_complete=on_complete,
             context=context,
         )
-        handles = await self.pool.enqueue_many([prepared])
+        handles = await self.client.enqueue_many([prepared])
         return handles[0]
 
     def run_sync(self, input: InputT, **options: Any) -> RunHandle[OutputT]:
@@ -251,7 +264,7 @@ class Workflow(Generic[InputT, OutputT]):
         call = f"{self.name}.run"
         refuse_in_event_loop(call)
         prepared = self.prepare(input, **options)
-        handles = self.pool.portal.call(self.pool.enqueue_many([prepared]), call)
+        handles = self.client.portal.call(self.client.enqueue_many([prepared]), call)
         return handles[0]
 
     def decode_input(self, text: str) -> InputT:

@@ -17,14 +17,16 @@ they finish. Three rules make that safe wherever such code runs:
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from workpool.errors import SyncCallInEventLoopError
 from workpool.forks import INHERITED, disown_loop, on_fork
 
 ResultT = TypeVar("ResultT")
+ParamsT = ParamSpec("ParamsT")
 
 
 def refuse_in_event_loop(call: str, coroutine: Coroutine[Any, Any, Any] | None = None) -> None:
@@ -125,3 +127,38 @@ async def _shut_down() -> None:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+class HasPortal(Protocol):
+    """An object whose async methods have ``*_sync`` twins (see ``sync_twin``)."""
+
+    @property
+    def portal(self) -> Portal:
+        """The loop thread its ``*_sync`` methods run on."""
+        ...
+
+
+OwnerT = TypeVar("OwnerT", bound=HasPortal)
+
+
+def sync_twin(
+    method: Callable[Concatenate[OwnerT, ParamsT], Coroutine[Any, Any, ResultT]], owner: str
+) -> Callable[Concatenate[OwnerT, ParamsT], ResultT]:
+    """The ``*_sync`` twin of an async method, written once for every method:
+    ``get_run_sync = sync_twin(get_run, "pool")`` in the class body.
+
+    The twin takes what the method takes (mypy checks callers against the method's own
+    parameters; ``inspect.signature`` shows them too), runs it on the owner's portal
+    and blocks until it returns. ``owner`` is how users name the object in the
+    ``SyncCallInEventLoopError`` message (``"await pool.get_run(...)"``).
+    """
+    call = f"{owner}.{method.__name__}"
+
+    @functools.wraps(method)
+    def twin(self: OwnerT, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ResultT:
+        return self.portal.call(method(self, *args, **kwargs), call)
+
+    twin.__name__ = f"{method.__name__}_sync"
+    twin.__qualname__ = f"{method.__qualname__}_sync"
+    twin.__doc__ = f"``{method.__name__}`` for synchronous code."
+    return twin

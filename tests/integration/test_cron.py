@@ -57,7 +57,7 @@ async def test_a_new_leader_does_not_catch_up_missed_ticks(pool: Workpool) -> No
     async def sweep(ctx: RunContext, _: None) -> None: ...
 
     backend = await pool.backend()
-    scheduler = CronScheduler(pool, "worker-a")
+    scheduler = CronScheduler(pool.registry, pool.settings, "worker-a")
     await scheduler.step(backend, clock.now())  # leads; next tick within 5 minutes
     clock.advance(3 * 3600)  # three hours without a step: 36 ticks missed
     await scheduler.step(backend, clock.now())

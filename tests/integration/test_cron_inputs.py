@@ -66,7 +66,7 @@ async def test_the_scheduler_steps_with_a_dict_input(pool: Workpool) -> None:
     async def report(ctx: RunContext, options: dict[str, bool]) -> None: ...
 
     backend = await pool.backend()
-    scheduler = CronScheduler(pool, "worker-a")
+    scheduler = CronScheduler(pool.registry, pool.settings, "worker-a")
     await scheduler.step(backend, clock.now())
     clock.advance(300)
     await scheduler.step(backend, clock.now())

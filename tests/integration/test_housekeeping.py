@@ -40,7 +40,7 @@ async def test_finished_runs_past_retention_are_deleted(backend_url: str) -> Non
             assert await handle.result(timeout=10) in range(5)
     kept = await ping.run(99)  # still queued: never deleted
     backend = await pool.backend()
-    keeper = Housekeeper(pool, "worker-a", batch=2)
+    keeper = Housekeeper(pool.settings, "worker-a", batch=2)
 
     assert await keeper.step(backend, clock.now()) == 0  # nothing is 5 minutes old yet
     clock.advance(301)
@@ -53,7 +53,7 @@ async def test_finished_runs_past_retention_are_deleted(backend_url: str) -> Non
 async def test_one_housekeeper_at_a_time(pool: Workpool, clock: ManualClock) -> None:
     pool.clock = clock
     backend = await pool.backend()
-    first, second = Housekeeper(pool, "worker-a"), Housekeeper(pool, "worker-b")
+    first, second = Housekeeper(pool.settings, "worker-a"), Housekeeper(pool.settings, "worker-b")
 
     assert await first.step(backend, clock.now()) == 0
     assert await second.step(backend, clock.now()) is None  # not leading
@@ -80,7 +80,7 @@ async def test_the_report_is_one_structured_event(
             await failing.result(timeout=10)
     clock.advance(60)
     with caplog.at_level(logging.INFO, logger="workpool.report"):
-        await Housekeeper(pool, "worker-a").step(await pool.backend(), clock.now())
+        await Housekeeper(pool.settings, "worker-a").step(await pool.backend(), clock.now())
 
     [record] = [r for r in caplog.records if getattr(r, "event", None) == "report"]
     figures = {name: getattr(record, name) for name in REPORTED}

@@ -212,7 +212,7 @@ async def test_cron_ticks_fired_and_skipped_are_counted(pool: Workpool) -> None:
     async def sweep(ctx: RunContext, _: None) -> None: ...
 
     metrics = WorkerMetrics()
-    scheduler = CronScheduler(pool, "worker-a")
+    scheduler = CronScheduler(pool.registry, pool.settings, "worker-a")
     scheduler.metrics = metrics
     backend = await pool.backend()
     await scheduler.step(backend, clock.now())  # leads

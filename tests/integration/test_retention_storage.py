@@ -59,7 +59,7 @@ async def test_storage_returns_to_its_baseline_after_retention(backend_url: str)
         return square
 
     backend = await pool.backend()
-    keeper = Housekeeper(pool, "keeper")
+    keeper = Housekeeper(pool.settings, "keeper")
     await a_batch(pool, 10, 0)  # every structure that outlives runs now exists
     clock.advance(RETENTION.total_seconds() + 1)
     assert await keeper.step(backend, clock.now()) == 10

@@ -115,7 +115,7 @@ async def test_a_refused_batch_is_written_entry_by_entry(
     active = ActiveRuns()
     with ThreadPoolExecutor(1) as threads:
         env = Execution(threads, pool.clock.now, random.Random(), pool.max_payload_bytes)
-        finisher = Finisher(backend, active, pool, env, lambda: None)
+        finisher = Finisher(backend, active, pool.registry, pool.settings, env, lambda: None)
         for claimed_run, finish in batch:
             await hand_over(finisher, active, claimed_run, finish)
         writer = asyncio.create_task(finisher.run())

@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from workpool.backends.base import ClaimedRun
+from workpool.engine.environment import StepEnvironment
 from workpool.engine.steps import Steps
 from workpool.errors import ConfigurationError, WorkpoolError
+from workpool.logs import RunLogger
 
 
 class CancelRequestedError(WorkpoolError):
@@ -57,3 +60,19 @@ class RunContext:
     def request_cancel(self) -> None:
         """Mark the run cancelled (called by the worker, not by handlers)."""
         self._cancel_requested = True
+
+
+def context_for(claimed: ClaimedRun, env: StepEnvironment, *, with_steps: bool) -> RunContext:
+    """The context of one execution of a claimed run: its logger carries the run's
+    fields, and ``ctx.step`` works over ``env`` when ``with_steps`` (async handlers)."""
+    ctx = RunContext(
+        run_id=claimed.lease.run_id,
+        workflow=claimed.workflow,
+        queue=claimed.queue,
+        attempt=claimed.attempt,
+        logger=RunLogger(claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt),
+        fencing_token=claimed.fence,
+    )
+    if with_steps:
+        ctx._steps = Steps(env)
+    return ctx

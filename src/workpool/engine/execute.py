@@ -15,7 +15,8 @@ from pydantic import ValidationError
 from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
-from workpool.engine.steps import LeaseLost, Steps, SuspendRun
+from workpool.engine.environment import LeaseLost, SuspendRun
+from workpool.engine.steps import Steps
 from workpool.errors import (
     BackendUnavailableError,
     CorruptRecordError,

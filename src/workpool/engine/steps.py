@@ -10,6 +10,10 @@ only (a child run, a sleep) and no step is in progress, every pending wait raise
 ``SuspendRun``; the worker then suspends the run, and the backend queues it again
 when a child ends or the timer is due. Sleeps shorter than ``SLEEP_IN_SLOT_UNDER``
 stay in the slot: a suspend and resume costs a few backend operations and a replay.
+
+Over 400 lines, and kept whole: it is one class, whose replay bookkeeping (saved steps,
+names used, steps in progress, pending waits) every step kind reads and writes; its
+environment and signals live in ``environment.py``.
 """
 
 from __future__ import annotations
@@ -19,17 +23,16 @@ import hashlib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterator
-from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
-from workpool.backends.base import Backend, Lease, NewRun, StepKind, StepRecord
-from workpool.client import build_new_run, prepare_run
+from workpool.backends.base import NewRun, StepKind, StepRecord
+from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
-from workpool.engine.fencing import LocalLease
+from workpool.engine.environment import LeaseLost, StepEnvironment, SuspendRun, Suspension
 from workpool.errors import (
     BackendUnavailableError,
     DuplicateStepError,
@@ -43,50 +46,12 @@ from workpool.models import RunError
 from workpool.serialization import check_size, error_json, from_json, to_json
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
-if TYPE_CHECKING:
-    from workpool.app import Workpool
-
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
 OUTAGE_FIRST_PAUSE = 0.05
 OUTAGE_LONGEST_PAUSE = 1.0
 """Seconds between tries of a step's backend call while the backend is unreachable."""
 T = TypeVar("T")
-
-
-class SuspendRun(BaseException):
-    """Unwinds a handler whose run now waits durably; the worker suspends the run.
-
-    A BaseException so that handlers' ``except Exception`` blocks let it through.
-    """
-
-
-class LeaseLost(BaseException):
-    """A step could not be saved because the run's lease is gone."""
-
-
-@dataclass(frozen=True, slots=True)
-class Suspension:
-    """What a suspended run waits for: any of these children to end, or the time."""
-
-    wake_at: float | None
-    waiting_on: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class StepEnvironment:
-    """What the steps of one execution need from the worker."""
-
-    pool: Workpool
-    backend: Backend
-    lease: Lease
-    threads: Executor
-    """Where sync step functions run."""
-    has_steps: bool
-    """The run has saved steps: load them before the first step (else start empty)."""
-    local_lease: LocalLease | None = None
-    """The worker's deadline for acting on the run: no step function starts and no step
-    is saved after it (None: unfenced)."""
 
 
 class Steps:
@@ -368,8 +333,8 @@ class Steps:
         child_name = child.name if isinstance(child, Workflow) else child
         if options.get("idempotency_key") is None:
             options["idempotency_key"] = self._child_key(name, child_name)
-        prepared = prepare_run(self._env.pool, child, input, **options)
-        return build_new_run(self._env.pool, prepared, self._now())
+        prepared = prepare_run(self._env.registry, child, input, **options)
+        return build_new_run(self._env.registry, self._env.settings, prepared, self._now())
 
     def _child_key(self, step: str, child: str) -> str:
         digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
@@ -443,11 +408,11 @@ class Steps:
                 future.set_exception(SuspendRun())
 
     def _now(self) -> float:
-        return self._env.pool.clock.now()
+        return self._env.settings.clock.now()
 
     @property
     def _limit(self) -> int:
-        return self._env.pool.max_payload_bytes
+        return self._env.settings.max_payload_bytes
 
 
 def _child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:

@@ -8,13 +8,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from workpool.backends.base import Backend
-from workpool.client import build_new_run
+from workpool.builder import build_new_run
 from workpool.cron import Cron
 from workpool.definitions import Workflow
+from workpool.registry import Registry
+from workpool.settings import Settings
 from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
-    from workpool.app import Workpool
     from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.cron")
@@ -48,13 +49,14 @@ class CronScheduler:
     that finds its workflow at ``max_concurrency`` is skipped and counted.
     """
 
-    def __init__(self, pool: Workpool, holder: str) -> None:
-        self._pool = pool
+    def __init__(self, registry: Registry, settings: Settings, holder: str) -> None:
+        self._registry = registry
+        self._settings = settings
         self._holder = holder
-        self._lease = f"cron:{pool.app}"  # one leader per app: each fires its own crons
+        self._lease = f"cron:{settings.app}"  # one leader per app: each fires its own crons
         self._triggers = [
             Trigger(workflow, index, cron)
-            for workflow in pool.workflows.values()
+            for workflow in registry.workflows.values()
             for index, cron in enumerate(workflow.cron)
         ]
         self._next: dict[Trigger, float] = {}
@@ -74,7 +76,7 @@ class CronScheduler:
         reported to ``health`` and tried again ``RENEW_SECONDS`` later."""
         while True:
             try:
-                pause = await self.step(backend, self._pool.clock.now())
+                pause = await self.step(backend, self._settings.clock.now())
             except Exception as error:
                 health.failed("cron", error)
                 pause = RENEW_SECONDS
@@ -103,7 +105,9 @@ class CronScheduler:
         prepared = trigger.workflow.prepare(
             trigger.cron.input, idempotency_key=trigger.run_key(tick)
         )
-        run = replace(build_new_run(self._pool, prepared, now), skip_if_busy=True)
+        run = replace(
+            build_new_run(self._registry, self._settings, prepared, now), skip_if_busy=True
+        )
         [outcome] = await backend.enqueue([run], now)
         if outcome.skipped:
             self.skipped += 1

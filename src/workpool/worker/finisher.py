@@ -19,7 +19,8 @@ from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
-    from workpool.app import Workpool
+    from workpool.registry import Registry
+    from workpool.settings import Settings
     from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.worker")
@@ -42,7 +43,8 @@ class Finisher:
         self,
         backend: Backend,
         active: ActiveRuns,
-        pool: Workpool,
+        registry: Registry,
+        settings: Settings,
         env: Execution,
         on_run_requeued: Callable[[], None],
         *,
@@ -54,7 +56,8 @@ class Finisher:
         self._metrics = metrics
         self._on_run_requeued = on_run_requeued
         self._active = active
-        self._pool = pool
+        self._registry = registry
+        self._settings = settings
         self._env = env
         self._queue: asyncio.Queue[tuple[ActiveRun, Finish]] = asyncio.Queue()
         self._callbacks: set[asyncio.Task[None]] = set()
@@ -98,7 +101,7 @@ class Finisher:
             if not batch:
                 return
             try:
-                applied = await self._backend.finish(finishes, self._pool.clock.now())
+                applied = await self._backend.finish(finishes, self._settings.clock.now())
                 break
             except BackendUnavailableError as error:
                 self._health.failed("finisher", error)
@@ -166,7 +169,7 @@ class Finisher:
                 self._metrics.lease_lost(entry.claimed.workflow)
             return
         outcome = _OUTCOME_WORDS.get(finish.status, finish.status)
-        now = self._pool.clock.now()
+        now = self._settings.clock.now()
         duration = max(0.0, now - entry.started_at)
         if self._metrics is not None:
             self._metrics.run_completed(
@@ -185,7 +188,7 @@ class Finisher:
             self._call_on_failure(entry, finish)
 
     def _call_on_failure(self, entry: ActiveRun, finish: Finish) -> None:
-        workflow = self._pool.workflows.get(entry.claimed.workflow)
+        workflow = self._registry.workflows.get(entry.claimed.workflow)
         callback = workflow.on_failure if workflow is not None else None
         if callback is None or isinstance(callback, Workflow):
             return  # none, or a workflow: enqueued by the backend with the transition

@@ -21,7 +21,7 @@ from workpool.stats import MAX_WINDOW, Stats, Unserved, summarize
 from workpool.worker.health import BackendHealth
 
 if TYPE_CHECKING:
-    from workpool.app import Workpool
+    from workpool.settings import Settings
 
 logger = logging.getLogger("workpool.report")
 
@@ -37,13 +37,13 @@ class Housekeeper:
 
     def __init__(
         self,
-        pool: Workpool,
+        settings: Settings,
         holder: str,
         *,
         interval: timedelta = timedelta(minutes=1),
         batch: int = PURGE_BATCH,
     ) -> None:
-        self._pool = pool
+        self._settings = settings
         self._holder = holder
         self._interval = interval.total_seconds()
         self._batch = batch
@@ -56,7 +56,7 @@ class Housekeeper:
         while True:
             await asyncio.sleep(self._interval)
             try:
-                await self.step(backend, self._pool.clock.now())
+                await self.step(backend, self._settings.clock.now())
             except Exception as error:
                 health.failed("housekeeper", error)
             else:
@@ -112,7 +112,7 @@ class Housekeeper:
     async def _fail_unserved(self, backend: Backend, unserved: list[Unserved], now: float) -> None:
         """With ``fail_unserved_after``: fail the runs of pairs no live worker has
         served for that long (as seen by this leader) that waited that long."""
-        after = self._pool.fail_unserved_after
+        after = self._settings.fail_unserved_after
         pairs = {(item.queue, item.workflow) for item in unserved}
         self._unserved_since = {
             pair: self._unserved_since.get(pair, now) for pair in pairs
@@ -149,7 +149,7 @@ class Housekeeper:
     async def _purge(self, backend: Backend, now: float) -> int:
         """Delete finished runs past the retention, a batch per transaction."""
         counters_before = now - MAX_WINDOW.total_seconds()
-        retention = self._pool.retention
+        retention = self._settings.retention
         if retention is None:
             await backend.purge(NO_RUNS, 1, counters_before)
             return 0

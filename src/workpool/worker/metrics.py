@@ -36,7 +36,7 @@ from workpool.stats import Figures, Stats
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from workpool.app import Workpool
+    from workpool.client import Client
     from workpool.worker.health import BackendHealth
 
 logger = logging.getLogger("workpool.worker")
@@ -191,14 +191,14 @@ class WorkerMetrics:
             self.queue_suspended.labels(queue).set(figures.suspended)
 
     async def watch_queues(
-        self, pool: Workpool, queues: Sequence[str], health: BackendHealth
+        self, client: Client, queues: Sequence[str], health: BackendHealth
     ) -> None:
         """Refresh the queue gauges now, then every ``refresh_every`` seconds, until
         cancelled. A failed read is reported to ``health`` and the gauges keep their
         last values."""
         while True:
             try:
-                stats = await pool.stats(window=STATS_WINDOW)
+                stats = await client.stats(window=STATS_WINDOW)
             except Exception as error:
                 health.failed("metrics", error)
             else:

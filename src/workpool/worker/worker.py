@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 
 from workpool.backends import describe_store
 from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
-from workpool.engine.context import RunContext
+from workpool.engine.context import context_for
+from workpool.engine.environment import StepEnvironment
 from workpool.engine.execute import Execution, execute
 from workpool.engine.fencing import LocalLease
-from workpool.engine.steps import StepEnvironment, Steps
-from workpool.logs import RunLogger
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -30,7 +29,7 @@ from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
 
 if TYPE_CHECKING:
-    from workpool.app import Workpool
+    from workpool.client import Client
     from workpool.worker.metrics import WorkerMetrics
 
 logger = logging.getLogger("workpool.worker")
@@ -68,10 +67,13 @@ class Worker:
     """
 
     def __init__(
-        self, pool: Workpool, options: WorkerOptions, *, metrics: WorkerMetrics | None = None
+        self, client: Client, options: WorkerOptions, *, metrics: WorkerMetrics | None = None
     ) -> None:
-        self._registry = pool.registry_records()  # fails early without an app
-        self.pool = pool
+        self.client = client
+        """Its backends (one per event loop), and what its metrics read."""
+        self.registry = registry = client.registry
+        self.settings = settings = client.settings
+        self._registry = registry.records(settings)  # fails early without an app
         self.options = options
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active = ActiveRuns()
@@ -82,21 +84,21 @@ class Worker:
         )
         self._env = Execution(
             threads=self._threads,
-            now=pool.clock.now,
+            now=settings.clock.now,
             rng=random.Random(),
-            max_payload_bytes=pool.max_payload_bytes,
+            max_payload_bytes=settings.max_payload_bytes,
         )
         self._background: asyncio.Task[None] | None = None
-        self.cron = CronScheduler(pool, self.id)
+        self.cron = CronScheduler(registry, settings, self.id)
         """Fires the pool's cron triggers while this worker leads."""
-        self.housekeeper = Housekeeper(pool, self.id, interval=options.housekeeping_every)
+        self.housekeeper = Housekeeper(settings, self.id, interval=options.housekeeping_every)
         """Reports and deletes expired runs while this worker leads housekeeping."""
         self.metrics = metrics
         """Prometheus metrics, served from ``run()``; None (the default): no metrics.
         Set it before ``run()`` (``pool.worker()`` does not take it)."""
-        self._served = tuple(pool.workflows)
+        self._served = tuple(registry.workflows)
         """The workflows it defines: the only ones whose runs it claims."""
-        self._started_at = pool.clock.now()
+        self._started_at = settings.clock.now()
         self._make_room_for_isolated = False
         """Claim nothing until no run is held: one runs alone, or one waits to."""
         self.health = BackendHealth()
@@ -108,15 +110,15 @@ class Worker:
 
     async def run(self) -> None:
         """Work until stopped; then shut down gracefully."""
-        backend = await self.pool.backend()
+        backend = await self.client.backend()
         removed = await backend.sync_registry(
-            self.pool.app or "", self._registry, self.pool.clock.now(), REGISTRY_GRACE
+            self.settings.app or "", self._registry, self.settings.clock.now(), REGISTRY_GRACE
         )
         if removed:
             logger.info("removed from the registry (no longer defined): %s", ", ".join(removed))
         for queue in self.options.queues:
-            if queue in self.pool.queue_defaults:
-                limit = self.pool.queue_defaults[queue]
+            if queue in self.registry.queue_defaults:
+                limit = self.registry.queue_defaults[queue]
                 await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
         await warn_about_settings(backend)
         await self._heartbeat(backend)  # serves its workflows from now on
@@ -127,7 +129,8 @@ class Worker:
         finisher = Finisher(
             backend,
             self._active,
-            self.pool,
+            self.registry,
+            self.settings,
             self._env,
             self._nudged.set,
             metrics=self.metrics,
@@ -143,10 +146,10 @@ class Worker:
         if self.cron.has_triggers:
             side_tasks.append(asyncio.create_task(self.cron.run(backend, self.health), name="cron"))
         if self.metrics is not None:
-            watch = self.metrics.watch_queues(self.pool, self.options.queues, self.health)
+            watch = self.metrics.watch_queues(self.client, self.options.queues, self.health)
             side_tasks.append(asyncio.create_task(watch, name="metrics"))
         stop_wait = asyncio.create_task(self._stopping.wait(), name="stop-signal")
-        store = describe_store(self.pool.url, prefix=self.pool.prefix)
+        store = describe_store(self.settings.url, prefix=self.settings.prefix)
         logger.info(
             "worker %s started on queues %s, store %s",
             self.id,
@@ -192,7 +195,7 @@ class Worker:
                 # slot frees: waiting for the nudge too would turn this loop busily.
                 await self._until_stopping(self._active.wait_for_change(seen), on_nudge=False)
                 continue
-            now = self.pool.clock.now()
+            now = self.settings.clock.now()
             self._nudged.clear()
             sent_at = time.monotonic()
             try:
@@ -235,7 +238,7 @@ class Worker:
         longest = self.options.max_idle_wait.total_seconds()
         if next_wake_at is None:
             return longest
-        return max(0.0, min(longest, next_wake_at - self.pool.clock.now()))
+        return max(0.0, min(longest, next_wake_at - self.settings.clock.now()))
 
     async def _until_stopping(self, awaitable: Awaitable[object], *, on_nudge: bool = True) -> None:
         """Await ``awaitable`` unless the worker starts stopping (or, if ``on_nudge``,
@@ -269,27 +272,21 @@ class Worker:
     def _start(
         self, claimed: ClaimedRun, backend: Backend, finisher: Finisher, sent_at: float
     ) -> None:
-        ctx = RunContext(
-            run_id=claimed.lease.run_id,
-            workflow=claimed.workflow,
-            queue=claimed.queue,
-            attempt=claimed.attempt,
-            logger=RunLogger(
-                claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt
-            ),
-            fencing_token=claimed.fence,
-        )
         lease = LocalLease(sent_at + self.options.lease.total_seconds())
-        workflow = self.pool.workflows[claimed.workflow]  # the claim took served ones only
-        if workflow.is_async:
-            ctx._steps = Steps(
-                StepEnvironment(
-                    self.pool, backend, claimed.lease, self._threads, claimed.has_steps, lease
-                )
-            )
+        workflow = self.registry.workflows[claimed.workflow]  # the claim took served ones only
+        env = StepEnvironment(
+            self.registry,
+            self.settings,
+            backend,
+            claimed.lease,
+            self._threads,
+            claimed.has_steps,
+            local_lease=lease,
+        )
+        ctx = context_for(claimed, env, with_steps=workflow.is_async)
         task = asyncio.create_task(execute(workflow, claimed, ctx, self._env))
         task.set_name(f"run {claimed.lease.run_id}")
-        now = self.pool.clock.now()
+        now = self.settings.clock.now()
         entry = ActiveRun(claimed, ctx, task, started_at=now, lease=lease)
         self._active.add(entry)
         self._active.fence(entry)
@@ -331,7 +328,7 @@ class Worker:
             lease_seconds = self.options.lease.total_seconds()
             sent_at = time.monotonic()
             try:
-                result = await backend.renew(leases, lease_seconds, self.pool.clock.now())
+                result = await backend.renew(leases, lease_seconds, self.settings.clock.now())
             except Exception as error:
                 self.health.failed("renewer", error)
                 continue
@@ -358,10 +355,10 @@ class Worker:
             self.health.succeeded()
 
     async def _heartbeat(self, backend: Backend) -> None:
-        now = self.pool.clock.now()
+        now = self.settings.clock.now()
         record = WorkerRecord(
             id=self.id,
-            app=self.pool.app or "",
+            app=self.settings.app or "",
             queues=self.options.queues,
             workflows=self._served,
             started_at=self._started_at,
@@ -383,7 +380,7 @@ class Worker:
         leftovers = self._active.abandon_unfinished(reason="worker shutting down")
         if leftovers:
             try:
-                await backend.release(leftovers, self.pool.clock.now())
+                await backend.release(leftovers, self.settings.clock.now())
             except Exception:
                 logger.exception("could not hand back %d leases; they expire", len(leftovers))
         await finisher.drain()

@@ -1,0 +1,141 @@
+"""The run builder: a PreparedRun, the registry and the settings -> a NewRun to store.
+
+The client (``enqueue_many``), the engine (child runs) and cron (ticks) all make runs
+here, from plain values: nothing in it knows the pool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from workpool.backends.base import CompletionHook, NewRun, RateLimitSpec
+from workpool.definitions import PreparedRun, RunOptions, Workflow
+from workpool.options import RateLimit
+from workpool.registry import Registry
+from workpool.run_ids import PROCESS_RUN_IDS
+from workpool.serialization import check_size, to_json
+from workpool.settings import Settings
+from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
+
+
+def new_run_id(now: float) -> str:
+    """A 32-hex-digit id whose first 12 digits are the creation time in ms, greater than
+    every id this process made before (see ``workpool.run_ids``): sorted by id, one
+    process's runs are in creation order."""
+    return PROCESS_RUN_IDS.new(now)
+
+
+def prepare_run(
+    registry: Registry, target: Workflow[Any, Any] | str, input: Any, **options: Any
+) -> PreparedRun:
+    """Prepare a run of a workflow given as an object or a name.
+
+    A name defined in ``registry`` is validated like its workflow's ``run``; an unknown
+    name (a workflow defined in another codebase) only needs JSON input.
+    """
+    if isinstance(target, Workflow):
+        return target.prepare(input, **options)
+    name = check_name(target, what="workflow name")
+    definition = registry.workflows.get(name)
+    if definition is not None:
+        return definition.prepare(input, **options)
+    return PreparedRun(
+        name, to_json(input, what=f"input of workflow {name!r}"), RunOptions(**options)
+    )
+
+
+def build_new_run(
+    registry: Registry, settings: Settings, prepared: PreparedRun, now: float
+) -> NewRun:
+    """Resolve queue, retry policy, start time and completion hooks of a prepared run:
+    the one way a run is made, by the client, the engine (children) and cron (ticks)."""
+    options = prepared.options
+    definition = prepared.definition or registry.workflows.get(prepared.workflow)
+    queue = options.queue
+    if queue is None:
+        queue = definition.queue if definition is not None else "default"
+    retry = settings.resolve_retry(options.retry, definition.retries if definition else None)
+    limit = settings.max_payload_bytes
+    check_size(prepared.input_json, what=f"input of workflow {prepared.workflow!r}", limit=limit)
+    ttl = duration_seconds(options.idempotency_ttl, what="idempotency_ttl", positive=True)
+    if options.idempotency_key is not None:
+        check_time(now + ttl, what="idempotency_ttl (the time the key expires)")
+    return NewRun(
+        id=new_run_id(now),
+        workflow=check_name(prepared.workflow, what="workflow name"),
+        queue=check_name(queue, what="queue name"),
+        input=prepared.input_json,
+        available_at=_available_at(options, now),
+        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        hooks=_hooks(registry, settings, options, definition),
+        idempotency_key=options.idempotency_key,
+        idempotency_ttl=ttl,
+        max_concurrency=definition.max_concurrency if definition is not None else None,
+        concurrency_key=prepared.concurrency_key,
+        rate_limits=_rate_limits(registry, definition, prepared, queue),
+    )
+
+
+def _rate_limits(
+    registry: Registry, definition: Workflow[Any, Any] | None, prepared: PreparedRun, queue: str
+) -> tuple[RateLimitSpec, ...]:
+    limits = []
+    if definition is not None and definition.rate_limit is not None:
+        key = prepared.rate_key or ""
+        limiter = f"workflow:{len(definition.name)}:{definition.name}:{key}"
+        limits.append(_spec(limiter, definition.rate_limit))
+    queue_limit = registry.queue_rate_limits.get(queue)
+    if queue_limit is not None:
+        limits.append(_spec(f"queue:{queue}", queue_limit))
+    return tuple(limits)
+
+
+def _spec(limiter: str, limit: RateLimit) -> RateLimitSpec:
+    return RateLimitSpec(limiter, limit.count, limit.seconds)
+
+
+def _available_at(options: RunOptions, now: float) -> float:
+    if options.run_at is not None:
+        return timestamp_of(options.run_at, what="run_at")
+    if options.run_after is not None:
+        seconds = duration_seconds(options.run_after, what="run_after")
+        return check_time(now + seconds, what="run_after (the time the run may start)")
+    return now
+
+
+def _hooks(
+    registry: Registry,
+    settings: Settings,
+    options: RunOptions,
+    definition: Workflow[Any, Any] | None,
+) -> tuple[CompletionHook, ...]:
+    hooks = []
+    if options.on_complete is not None:
+        context = to_json(options.context, what="on_complete context")
+        check_size(context, what="on_complete context", limit=settings.max_payload_bytes)
+        hooks.append(_hook(registry, settings, options.on_complete, context, on_failure_only=False))
+    if definition is not None and isinstance(definition.on_failure, Workflow):
+        hooks.append(_hook(registry, settings, definition.on_failure, "null", on_failure_only=True))
+    return tuple(hooks)
+
+
+def _hook(
+    registry: Registry,
+    settings: Settings,
+    target: Workflow[Any, Any] | str,
+    context: str,
+    *,
+    on_failure_only: bool,
+) -> CompletionHook:
+    target_def = target if isinstance(target, Workflow) else registry.workflows.get(target)
+    name = target if isinstance(target, str) else target.name
+    retry = settings.resolve_retry(None, target_def.retries if target_def else None)
+    return CompletionHook(
+        workflow=check_name(name, what="on_complete workflow name"),
+        queue=target_def.queue if target_def is not None else "default",
+        context=context,
+        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        on_failure_only=on_failure_only,
+        max_concurrency=target_def.max_concurrency if target_def is not None else None,
+    )

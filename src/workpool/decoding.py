@@ -1,0 +1,150 @@
+"""Stored records -> values: runs, steps and registry entries as users read them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from workpool.backends.base import RunRecord, StepRecord, WorkflowInfo
+from workpool.errors import CorruptRecordError, RunNotFoundError
+from workpool.models import (
+    Canceled,
+    Failure,
+    Finished,
+    Pending,
+    RegisteredWorkflow,
+    Run,
+    RunError,
+    Running,
+    RunStatus,
+    Step,
+    Success,
+)
+from workpool.serialization import from_json
+
+
+def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
+    """Decode a stored record; CorruptRecordError names the run and field it chokes on."""
+    return Run(
+        id=record.id,
+        workflow=record.workflow,
+        queue=record.queue,
+        status=record.status,  # type: ignore[arg-type]
+        attempts=record.attempts,
+        input=_decode(record, "input", record.input),
+        output=_decode(record, "output", record.output),
+        error=_decode_error(record),
+        created_at=_time(record.created_at),
+        available_at=_time(record.available_at),
+        started_at=_time(record.started_at) if record.started_at is not None else None,
+        finished_at=_time(record.finished_at) if record.finished_at is not None else None,
+        cancel_requested=record.cancel_requested,
+        cancel_reason=record.cancel_reason,
+        idempotency_key=record.idempotency_key,
+        parent_run_id=record.parent_run_id,
+        children=children,
+        retry_of=record.retry_of,
+        retried_as=record.retried_as,
+        executions=record.executions,
+        run_time=timedelta(seconds=record.run_time),
+        waiting=_waiting(record),
+    )
+
+
+def _waiting(record: RunRecord) -> str | None:
+    if record.waiting_at_gate:
+        return (
+            f"waiting: workflow {record.workflow!r} is at max_concurrency "
+            f"{record.max_concurrency} (runs of it start as others end)"
+        )
+    return None
+
+
+def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
+    """Decode a registry record."""
+    try:
+        retry, cron = from_json(info.retry), from_json(info.cron)
+    except ValueError as error:
+        raise CorruptRecordError(
+            f"workflow {info.name!r}: its registry record is unreadable ({error})"
+        ) from error
+    return RegisteredWorkflow(
+        name=info.name,
+        app=info.app,
+        queue=info.queue,
+        max_concurrency=info.max_concurrency,
+        retry=retry,
+        cron=cron if isinstance(cron, list) else [],
+        updated_at=_time(info.updated_at),
+    )
+
+
+def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
+    """Decode a saved step; a sleep whose time has come shows as succeeded."""
+    status, finished_at = record.status, record.finished_at
+    if record.kind == "sleep" and record.wake_at is not None and record.wake_at <= now:
+        status, finished_at = "succeeded", record.wake_at
+    what = f"step {record.name!r} of run {run_id}"
+    try:
+        output = from_json(record.output)
+        error = from_json(record.error)
+        return Step(
+            name=record.name,
+            kind=record.kind,
+            status=status,
+            attempts=record.attempts,
+            output=output,
+            error=None if error is None else RunError.model_validate(error),
+            child_run_id=record.child_run_id,
+            wake_at=None if record.wake_at is None else _time(record.wake_at),
+            started_at=_time(record.started_at),
+            finished_at=None if finished_at is None else _time(finished_at),
+        )
+    except ValueError as problem:
+        raise CorruptRecordError(f"{what} is unreadable ({problem})") from problem
+
+
+def status_of(run: Run) -> RunStatus:
+    """The short, Convex-shaped status of a run."""
+    if run.status in ("scheduled", "queued"):
+        return Pending(previous_attempts=run.attempts)
+    if run.status == "running":
+        return Running(previous_attempts=max(run.attempts - 1, 0))
+    if run.status == "suspended":  # its attempt goes on when it resumes
+        return Running(previous_attempts=max(run.attempts - 1, 0))
+    if run.status == "succeeded":
+        return Finished(Success(output=run.output))
+    if run.status == "failed":
+        error = run.error or RunError(type="UnknownError", message="no error was stored")
+        return Finished(Failure(error=error))
+    return Finished(Canceled(reason=run.cancel_reason))
+
+
+def require_run(record: RunRecord | None, run_id: str, children: tuple[str, ...] = ()) -> Run:
+    """The decoded run, or RunNotFoundError."""
+    if record is None:
+        raise RunNotFoundError(f"no run with id {run_id!r} exists")
+    return run_from_record(record, children)
+
+
+def _decode(record: RunRecord, field: str, text: str | None) -> Any:
+    try:
+        return from_json(text)
+    except ValueError as error:
+        raise CorruptRecordError(
+            f"run {record.id}: stored {field} is not valid JSON ({error})"
+        ) from error
+
+
+def _decode_error(record: RunRecord) -> RunError | None:
+    value = _decode(record, "error", record.error)
+    if value is None:
+        return None
+    try:
+        return RunError.model_validate(value)
+    except ValueError as error:
+        raise CorruptRecordError(f"run {record.id}: stored error is malformed ({error})") from error
+
+
+def _time(timestamp: float) -> datetime:
+    return datetime.fromtimestamp(timestamp, tz=UTC)

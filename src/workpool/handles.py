@@ -1,0 +1,112 @@
+"""RunHandle: a reference to one run, over what it needs of the client (``RunSource``)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import TypeAdapter
+
+from workpool.backends.base import Backend, CancelResult
+from workpool.decoding import require_run, status_of
+from workpool.errors import RunCanceledError, RunFailedError
+from workpool.models import Run, RunStatus
+from workpool.sync import Portal
+from workpool.validation import duration_seconds
+
+OutputT = TypeVar("OutputT")
+
+
+class RunSource(Protocol):
+    """What a handle needs of the client that made it."""
+
+    @property
+    def portal(self) -> Portal:
+        """The loop thread of the ``*_sync`` methods."""
+        ...
+
+    async def backend(self) -> Backend:
+        """The running event loop's backend."""
+        ...
+
+    async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
+        """Cancel a run (``Workpool.cancel``)."""
+        ...
+
+
+class RunHandle(Generic[OutputT]):
+    """A reference to one run: read its status, wait for its result, cancel it."""
+
+    def __init__(
+        self, client: RunSource, run_id: str, output_adapter: TypeAdapter[Any] | None = None
+    ) -> None:
+        self.client = client
+        self.id = run_id
+        self._output_adapter = output_adapter
+
+    def __repr__(self) -> str:
+        return f"<RunHandle {self.id}>"
+
+    async def status(self) -> RunStatus:
+        """``Pending``, ``Running`` or ``Finished`` (with the result)."""
+        return status_of(await self._read())
+
+    async def result(self, timeout: timedelta | float | None = None) -> OutputT:
+        """Wait for the run to finish and return its output.
+
+        Raises RunFailedError or RunCanceledError when it did not succeed, and
+        TimeoutError when ``timeout`` (a timedelta or seconds; None: no limit) passes
+        first (the run itself goes on).
+        """
+        seconds = None
+        if timeout is not None:
+            seconds = duration_seconds(timeout, what="result() timeout", positive=True)
+        try:
+            async with asyncio.timeout(seconds):
+                run = await self._wait_finished()
+        except TimeoutError:
+            raise TimeoutError(
+                f"run {self.id} did not finish within {seconds} s; it keeps going, "
+                "call result() again to wait longer"
+            ) from None
+        if run.status == "failed":
+            raise RunFailedError(self.id, run.error)
+        if run.status == "canceled":
+            raise RunCanceledError(self.id, run.cancel_reason)
+        if self._output_adapter is not None:
+            return self._output_adapter.validate_python(run.output)  # type: ignore[no-any-return]
+        return run.output  # type: ignore[no-any-return]
+
+    async def cancel(self, reason: str | None = None) -> None:
+        """Cancel the run (see ``Workpool.cancel``)."""
+        await self.client.cancel(self.id, reason)
+
+    # Written out, not made by ``sync_twin``: a generic class's attribute that mentions
+    # OutputT cannot be read on the class under mypy (``RunHandle.result_sync``).
+
+    def status_sync(self) -> RunStatus:
+        """``status`` for synchronous code."""
+        return self.client.portal.call(self.status(), "handle.status")
+
+    def result_sync(self, timeout: timedelta | float | None = None) -> OutputT:
+        """``result`` for synchronous code."""
+        return self.client.portal.call(self.result(timeout), "handle.result")
+
+    def cancel_sync(self, reason: str | None = None) -> None:
+        """``cancel`` for synchronous code."""
+        self.client.portal.call(self.cancel(reason), "handle.cancel")
+
+    async def _read(self) -> Run:
+        """The run without its children: one backend read."""
+        backend = await self.client.backend()
+        return require_run(await backend.get_run(self.id), self.id)
+
+    async def _wait_finished(self) -> Run:
+        delay = 0.005
+        while True:
+            run = await self._read()
+            if run.finished:
+                return run
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)

@@ -1,0 +1,119 @@
+"""Registry: the workflows and queues a pool defines, by name.
+
+``@pool.workflow`` and ``pool.queue(...)`` fill it; the run builder, the engine and the
+worker read it. It holds definitions only: no backend, no configuration (that is
+``Settings``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from workpool.backends.base import WorkflowInfo
+from workpool.definitions import Workflow
+from workpool.errors import ConfigurationError, UnknownWorkflowError
+from workpool.options import RateLimit
+from workpool.serialization import to_json
+from workpool.settings import Settings
+from workpool.validation import check_name
+
+
+class Registry:
+    """The workflows of one pool, and the defaults of the queues it declared."""
+
+    def __init__(self) -> None:
+        self._workflows: dict[str, Workflow[Any, Any]] = {}
+        self._queue_defaults: dict[str, int | None] = {}
+        self._queue_rate_limits: dict[str, RateLimit] = {}
+
+    def __len__(self) -> int:
+        return len(self._workflows)
+
+    def check_free(self, name: str) -> None:
+        """ConfigurationError if a workflow of that name is defined."""
+        if name in self._workflows:
+            raise ConfigurationError(f"a workflow named {name!r} is already defined")
+
+    def add(self, workflow: Workflow[Any, Any]) -> None:
+        """Define a workflow; ConfigurationError if its name is taken."""
+        self.check_free(workflow.name)
+        self._workflows[workflow.name] = workflow
+
+    def declare_queue(
+        self, name: str, max_parallelism: int | None, rate_limit: RateLimit | None
+    ) -> None:
+        """Record a queue's defaults (see ``Workpool.queue``)."""
+        queue = check_name(name, what="queue name")
+        self._queue_defaults[queue] = check_parallelism(max_parallelism)
+        if rate_limit is not None:
+            if rate_limit.key is not None:
+                raise ConfigurationError(
+                    f"queue {queue!r}: a queue's rate_limit has no key (keys are computed "
+                    "from a workflow's input); put a keyed RateLimit on the workflow"
+                )
+            self._queue_rate_limits[queue] = rate_limit
+
+    @property
+    def workflows(self) -> Mapping[str, Workflow[Any, Any]]:
+        """The workflows, by name."""
+        return MappingProxyType(self._workflows)
+
+    @property
+    def queue_defaults(self) -> Mapping[str, int | None]:
+        """The declared queues, and their default ``max_parallelism``."""
+        return MappingProxyType(self._queue_defaults)
+
+    @property
+    def queue_rate_limits(self) -> Mapping[str, RateLimit]:
+        """The declared queues' rate limits, by queue."""
+        return MappingProxyType(self._queue_rate_limits)
+
+    def get_workflow(self, name: str) -> Workflow[Any, Any]:
+        """The workflow of that name, or UnknownWorkflowError."""
+        try:
+            return self._workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self._workflows)) or "none"
+            raise UnknownWorkflowError(
+                f"no workflow named {name!r} is defined on this pool (defined: {known})"
+            ) from None
+
+    def records(self, settings: Settings) -> list[WorkflowInfo]:
+        """The definitions as registry records (stored by workers at start)."""
+        if not settings.app:
+            raise ConfigurationError(
+                "starting a worker needs Workpool(app='<name>'): the application that "
+                "defines these workflows, so that only its own workers remove its stale "
+                "definitions from the registry"
+            )
+        records = []
+        for workflow in self._workflows.values():
+            retry = settings.resolve_retry(None, workflow.retries)
+            records.append(
+                WorkflowInfo(
+                    name=workflow.name,
+                    app=settings.app,
+                    queue=workflow.queue,
+                    max_concurrency=workflow.max_concurrency,
+                    retry=json.dumps(retry.to_json()) if retry is not None else None,
+                    cron=to_json(
+                        [trigger.to_json() for trigger in workflow.cron],
+                        what=f"cron triggers of workflow {workflow.name!r}",
+                    ),
+                    updated_at=0.0,
+                )
+            )
+        return records
+
+
+def check_parallelism(limit: int | None) -> int | None:
+    """A queue's ``max_parallelism``, checked: a whole number >= 0, or None."""
+    if limit is not None and (type(limit) is not int or limit < 0):  # bools too
+        raise ConfigurationError(
+            f"max_parallelism must be a whole number >= 0 (0 starts nothing) or None (no "
+            f"limit), got {limit!r}"
+        )
+    return limit
