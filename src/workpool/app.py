@@ -14,6 +14,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
+from workpool.backends import describe_store
 from workpool.backends.base import WorkflowInfo
 from workpool.client import MAX_PAGE, Client
 from workpool.clock import Clock
@@ -82,7 +83,8 @@ class Workpool(Client):
         super().__init__(Registry(), settings)
 
     def __repr__(self) -> str:
-        return f"<Workpool {self.url!r} workflows={len(self.registry)}>"
+        store = describe_store(self.url, prefix=self.prefix)  # no password in logs
+        return f"<Workpool {store} workflows={len(self.registry)}>"
 
     async def __aenter__(self) -> Workpool:
         return self

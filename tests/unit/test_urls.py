@@ -47,3 +47,8 @@ def test_sqlite_durability_is_full_unless_the_url_asks_for_normal() -> None:
 def test_bad_sqlite_url_options_are_configuration_errors(url: str, complaint: str) -> None:
     with pytest.raises(ConfigurationError, match=complaint):
         sqlite_synchronous(url)
+
+
+def test_a_pools_repr_names_its_store_without_the_password() -> None:
+    pool = Workpool("redis://user:s3cret@127.0.0.1:6379/0", prefix="shop")
+    assert repr(pool) == "<Workpool redis://127.0.0.1:6379/0 (prefix shop) workflows=0>"
