@@ -29,7 +29,10 @@ def log(*fields: object) -> None:
 
 @pool.workflow(retries=QUICK_RETRY, max_concurrency=None)
 async def chore(ctx: RunContext, number: int) -> int:
-    """Fails always when number % 25 == 0, on its first attempt when number % 10 == 0."""
+    """Fails always when number % 25 == 0, on its first attempt when number % 10 == 0.
+    Takes a few milliseconds, as real work does (runs of no length at all let two
+    processes keep SQLite's write lock between them, see test_processes)."""
+    await asyncio.sleep(0.003)
     if number % 25 == 0:
         log("run", ctx.run_id, ctx.attempt, "error", os.getpid())
         raise ValueError(f"chore {number} always fails")
