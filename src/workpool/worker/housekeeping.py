@@ -10,13 +10,14 @@ lease runs out and another worker takes over.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from workpool.backends.base import Backend
+from workpool.errors import UnservedWorkflowError
+from workpool.serialization import error_json
 from workpool.stats import MAX_WINDOW, Stats, Unserved, summarize
 from workpool.worker.health import BackendHealth
 
@@ -123,16 +124,13 @@ class Housekeeper:
         for (queue, workflow), since in self._unserved_since.items():
             if now - since < limit:
                 continue
-            error = json.dumps(
-                {
-                    "type": "UnservedWorkflowError",
-                    "message": (
-                        f"no worker defined workflow {workflow!r} on queue {queue!r} for "
-                        f"{after} (fail_unserved_after); deploy a worker that defines it "
-                        "and retry the run"
-                    ),
-                    "traceback": None,
-                }
+            error = error_json(
+                UnservedWorkflowError(
+                    f"no worker defined workflow {workflow!r} on queue {queue!r} for "
+                    f"{after} (fail_unserved_after); deploy a worker that defines it "
+                    "and retry the run"
+                ),
+                with_traceback=False,
             )
             failed = self._batch
             while failed == self._batch:

@@ -182,6 +182,9 @@ class _Fields:
     def optional_number(self, name: str) -> float | None:
         return None if self._fields.get(name) is None else self.number(name)
 
+    def optional_integer(self, name: str) -> int | None:
+        return None if self._fields.get(name) is None else self.integer(name)
+
     def _not_a_number(self, name: str, text: str) -> CorruptRecordError:
         return CorruptRecordError(
             f"run {self._run_id}: stored field {name!r} is not a number: {text!r}"
@@ -212,9 +215,9 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         parent_run_id=read.optional_text("parent_run_id"),
         retry_of=read.optional_text("retry_of"),
         retried_as=read.optional_text("retried_as"),
-        executions=int(fields.get("claims") or 0),
-        run_time=float(fields.get("run_time") or 0.0),
-        max_concurrency=int(fields["gate_limit"]) if fields.get("gate_limit") else None,
+        executions=read.optional_integer("claims") or 0,
+        run_time=read.optional_number("run_time") or 0.0,
+        max_concurrency=read.optional_integer("gate_limit"),
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",
