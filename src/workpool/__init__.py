@@ -17,6 +17,7 @@ from workpool.errors import (
     RunFailedError,
     RunNotFoundError,
     RunStateError,
+    RunTimeoutError,
     StepTimeoutError,
     SyncCallInEventLoopError,
     UnknownWorkflowError,
@@ -93,6 +94,7 @@ __all__ = [
     "RunCanceledError",
     "CancelRequestedError",
     "DuplicateStepError",
+    "RunTimeoutError",
     "StepTimeoutError",
     "SyncCallInEventLoopError",
 ]

@@ -168,6 +168,7 @@ class Workpool(Client):
         concurrency_key: ConcurrencyKey | None = None,
         cron: Sequence[Cron] = (),
         rate_limit: RateLimit | None = None,
+        timeout: timedelta | float | None = None,
     ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
@@ -188,6 +189,9 @@ class Workpool(Client):
                 start time without using an attempt.
             cron: ``Cron`` triggers; one worker of the pool (the leader) starts a run at
                 each tick. A tick is skipped while the workflow is at max_concurrency.
+            timeout: the longest one attempt may execute (timedelta or seconds; None:
+                no limit); over it the attempt fails with ``RunTimeoutError`` and the
+                retry policy decides. A run's own ``timeout=`` wins.
         """
         if name is not None:
             check_name(name, what="workflow name")
@@ -210,6 +214,7 @@ class Workpool(Client):
                 concurrency_key=concurrency_key,
                 cron=cron,
                 rate_limit=rate_limit,
+                timeout=timeout,
             )
             self.registry.add(definition)
             return definition

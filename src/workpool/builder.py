@@ -16,7 +16,13 @@ from workpool.registry import Registry
 from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, to_json
 from workpool.settings import Settings
-from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
+from workpool.validation import (
+    check_name,
+    check_time,
+    duration_seconds,
+    timeout_seconds,
+    timestamp_of,
+)
 
 
 def new_run_id(now: float) -> str:
@@ -74,6 +80,9 @@ def build_new_run(
         max_concurrency=definition.max_concurrency if definition is not None else None,
         concurrency_key=prepared.concurrency_key,
         rate_limits=_rate_limits(registry, definition, prepared, queue),
+        timeout=None
+        if options.timeout is None
+        else timeout_seconds(options.timeout, what="timeout"),
     )
 
 

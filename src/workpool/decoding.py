@@ -48,6 +48,8 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         executions=record.executions,
         run_time=timedelta(seconds=record.run_time),
         waiting=_waiting(record),
+        timeout=None if record.timeout is None else timedelta(seconds=record.timeout),
+        progress=_decode(record, "progress", record.progress),
     )
 
 

@@ -18,7 +18,7 @@ from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 from workpool.sync import Portal, refuse_in_event_loop
-from workpool.validation import check_name, duration_seconds, timestamp_of
+from workpool.validation import check_name, duration_seconds, timeout_seconds, timestamp_of
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
@@ -46,6 +46,7 @@ class RunOptions:
     retry: bool | RetryPolicy | None = None
     on_complete: Workflow[Any, Any] | str | None = None
     context: Any = None
+    timeout: timedelta | float | None = None
 
     def __post_init__(self) -> None:
         if self.run_at is not None and self.run_after is not None:
@@ -59,6 +60,11 @@ class RunOptions:
             check_name(self.idempotency_key, what="idempotency_key")
         if self.queue is not None:
             check_name(self.queue, what="queue name")
+        self._check_completion()
+        if self.timeout is not None:
+            timeout_seconds(self.timeout, what="timeout")
+
+    def _check_completion(self) -> None:
         if self.retry is not None and not isinstance(self.retry, bool | RetryPolicy):
             raise ConfigurationError(
                 f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
@@ -134,6 +140,7 @@ class Workflow(Generic[InputT, OutputT]):
         concurrency_key: ConcurrencyKey | None = None,
         cron: Sequence[Cron] = (),
         rate_limit: RateLimit | None = None,
+        timeout: timedelta | float | None = None,
     ) -> None:
         if max_concurrency is not None and (
             type(max_concurrency) is not int or max_concurrency < 1
@@ -159,6 +166,12 @@ class Workflow(Generic[InputT, OutputT]):
         self.concurrency_key = concurrency_key
         self.cron = tuple(cron)
         self.rate_limit = rate_limit
+        self.timeout = (
+            None
+            if timeout is None
+            else timeout_seconds(timeout, what=f"workflow {name!r}: timeout")
+        )
+        """Seconds one attempt of a run may execute (None: no limit); a run's own wins."""
         self.is_async = inspect.iscoroutinefunction(handler)
         self.input_adapter, self.output_adapter = _adapters_for(handler, name)
         for trigger in self.cron:
@@ -224,6 +237,7 @@ class Workflow(Generic[InputT, OutputT]):
         retry: bool | RetryPolicy | None = None,
         on_complete: Workflow[Any, Any] | str | None = None,
         context: Any = None,
+        timeout: timedelta | float | None = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -241,6 +255,8 @@ class Workflow(Generic[InputT, OutputT]):
                 input ``OnComplete``.
             context: a JSON value passed through to ``on_complete`` (as it is: a
                 value JSON would change is a PayloadError); needs ``on_complete``.
+            timeout: the longest one attempt of this run may execute (timedelta or
+                seconds), instead of the workflow's ``timeout``.
         """
         prepared = self.prepare(
             input,
@@ -252,6 +268,7 @@ class Workflow(Generic[InputT, OutputT]):
             retry=retry,
             on_complete=on_complete,
             context=context,
+            timeout=timeout,
         )
         handles = await self.client.enqueue_many([prepared])
         return handles[0]

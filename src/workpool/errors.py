@@ -11,6 +11,7 @@
     ├── RunFailedError              RunHandle.result(): the run ended failed
     ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
     ├── StepTimeoutError            a step ran (or waited for its child) over its timeout
+    ├── RunTimeoutError             an attempt executed longer than its run's timeout
     ├── SyncCallInEventLoopError    a ``*_sync`` method called where an event loop runs
     └── NonRetriableError           raise it from a handler: fail now, no retry
         └── DuplicateStepError      one execution used a step name twice
@@ -72,6 +73,12 @@ class RunStateError(WorkpoolError):
 
 class StepTimeoutError(WorkpoolError):
     """A step ran, or waited for its child run, longer than its ``timeout``."""
+
+
+class RunTimeoutError(WorkpoolError):
+    """An attempt executed longer than its ``timeout``; the worker ended it, and the
+    run's retry policy decides what follows. The message gives the limit, the attempt
+    and how long it ran."""
 
 
 class SyncCallInEventLoopError(WorkpoolError, RuntimeError):

@@ -13,12 +13,16 @@ parent too. So objects holding connections register here (``on_fork``) and:
   ``INHERITED``, so that no finalizer runs on it while the child lives.
 
 One ``os.register_at_fork`` hook serves every object (it has no undo); the objects are
-held weakly.
+held weakly. It must run before ``concurrent.futures.thread``'s own hook, which takes
+the lock every executor's ``submit`` needs until the fork is done (``before_fork`` may
+submit to an executor): hooks run in the reverse order of registration, so that module
+is imported, and its hook registered, before ours.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures.thread  # noqa: F401  (registers its fork hook before ours)
 import os
 import selectors
 import threading

@@ -82,6 +82,10 @@ class RunHandle(Generic[OutputT]):
         """Cancel the run (see ``Workpool.cancel``)."""
         await self.client.cancel(self.id, reason)
 
+    async def progress(self) -> Any:
+        """The latest progress its handler reported (``ctx.set_progress``), or None."""
+        return (await self._read()).progress
+
     # Written out, not made by ``sync_twin``: a generic class's attribute that mentions
     # OutputT cannot be read on the class under mypy (``RunHandle.result_sync``).
 
@@ -96,6 +100,10 @@ class RunHandle(Generic[OutputT]):
     def cancel_sync(self, reason: str | None = None) -> None:
         """``cancel`` for synchronous code."""
         self.client.portal.call(self.cancel(reason), "handle.cancel")
+
+    def progress_sync(self) -> Any:
+        """``progress`` for synchronous code."""
+        return self.client.portal.call(self.progress(), "handle.progress")
 
     async def _read(self) -> Run:
         """The run without its children: one backend read."""

@@ -138,6 +138,11 @@ class Run:
     """Why a queued run cannot start yet, when the record tells: e.g. "waiting: workflow
     'invoice' is at max_concurrency 1". ``Workpool.waiting_reason`` also knows about
     workers and paused queues."""
+    timeout: timedelta | None = None
+    """The run's own limit on one attempt's execution, if it was given one (else its
+    workflow's ``timeout`` applies, as the worker defines it)."""
+    progress: Any = None
+    """The latest value its handler reported with ``ctx.set_progress`` (JSON), if any."""
 
     @property
     def finished(self) -> bool:

@@ -93,6 +93,20 @@ def check_timedelta(value: object, *, what: str, positive: bool = False) -> time
     return value
 
 
+MAX_TIMEOUT = 1e9
+"""The longest time limit of an attempt, in seconds (about 31 years)."""
+
+
+def timeout_seconds(value: object, *, what: str) -> float:
+    """A time limit (a timedelta or seconds) as seconds: positive, at most MAX_TIMEOUT."""
+    seconds = duration_seconds(value, what=what, positive=True)
+    if seconds > MAX_TIMEOUT:
+        raise ConfigurationError(
+            f"{what} is {seconds:g} seconds; give at most {MAX_TIMEOUT:g} s, or no timeout"
+        )
+    return seconds
+
+
 def as_timedelta(value: object, *, what: str, positive: bool = False) -> timedelta:
     """A timedelta or a number of seconds as a timedelta that is not negative (with
     ``positive``: more than zero), finite and at most LONGEST_SPAN."""

@@ -48,6 +48,7 @@ def new_run(
     idempotency_ttl: float = DEFAULT_TTL,
     max_concurrency: int | None = None,
     concurrency_key: str | None = None,
+    timeout: float | None = None,
 ) -> NewRun:
     """A NewRun with a fresh id unless one is given."""
     return NewRun(
@@ -62,6 +63,7 @@ def new_run(
         idempotency_ttl=idempotency_ttl,
         max_concurrency=max_concurrency,
         concurrency_key=concurrency_key,
+        timeout=timeout,
     )
 
 

@@ -25,14 +25,19 @@ async def test_reruns_a_failed_run_as_a_linked_new_run(
     backend: Backend, clock: ManualClock
 ) -> None:
     now = clock.now()
-    old_id = await failed_run(backend, now, retry=RETRY, input='{"n": 1}')
+    old_id = await failed_run(backend, now, retry=RETRY, input='{"n": 1}', timeout=3.5)
     new = new_id()
 
     assert await backend.rerun(old_id, new, now + 5) == Rerun("created", new)
 
     old, rerun = await fetch(backend, old_id), await fetch(backend, new)
     assert (old.status, old.retried_as, old.error) == ("failed", new, error_json())
-    assert (rerun.status, rerun.retry_of, rerun.attempts) == ("queued", old_id, 0)
+    assert (rerun.status, rerun.retry_of, rerun.attempts, rerun.timeout) == (
+        "queued",
+        old_id,
+        0,
+        3.5,
+    )
     assert (rerun.workflow, rerun.queue, rerun.input, rerun.retry) == (
         old.workflow,
         old.queue,

@@ -344,6 +344,7 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "handle.status": lambda: handle.status_sync(),
         "handle.result": lambda: handle.result_sync(timeout=1),
         "handle.cancel": lambda: handle.cancel_sync(),
+        "handle.progress": lambda: handle.progress_sync(),
     }
 
 

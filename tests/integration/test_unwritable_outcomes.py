@@ -15,7 +15,6 @@ import math
 import random
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
 
@@ -25,6 +24,7 @@ from tests.integration.conftest import fast_worker
 from workpool import RetryPolicy, RunContext, RunFailedError, Workpool
 from workpool.backends.base import ClaimedRun, Finish, Lease
 from workpool.engine.execute import Execution
+from workpool.engine.threads import HandlerThreads
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.finisher import Finisher
 
@@ -113,7 +113,7 @@ async def test_a_refused_batch_is_written_entry_by_entry(
         (last, Finish(last.lease, "succeeded", output="2")),
     ]
     active = ActiveRuns()
-    with ThreadPoolExecutor(1) as threads:
+    with HandlerThreads() as threads:
         env = Execution(threads, pool.clock.now, random.Random(), pool.max_payload_bytes)
         finisher = Finisher(backend, active, pool.registry, pool.settings, env, lambda: None)
         for claimed_run, finish in batch:

@@ -41,6 +41,7 @@ EXPECTED = {
     "Steps",
     "Step",
     "DuplicateStepError",
+    "RunTimeoutError",
     "StepTimeoutError",
     "SyncCallInEventLoopError",
     "QueueSettings",

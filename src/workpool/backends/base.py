@@ -92,7 +92,7 @@ thing, the spec: the contract of each operation is its method's docstring.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Protocol
 
@@ -223,13 +223,21 @@ class Backend(Protocol):
         """
         ...
 
-    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
+    async def renew(
+        self,
+        leases: Sequence[Lease],
+        lease_seconds: float,
+        now: float,
+        *,
+        progress: Mapping[str, str] | None = None,
+    ) -> RenewResult:
         """Extend the given leases to ``now + lease_seconds`` in ONE operation.
 
         A lease is renewed only if its run is ``running`` with that same token (an
         expired but not yet reaped lease still counts as held and is renewed). Other
         leases are reported ``lost``. Renewed runs with a cancel request are reported
-        in ``cancel_requested``.
+        in ``cancel_requested``. ``progress`` (run id -> JSON text) is stored as the
+        run's progress for the runs whose lease is renewed, in the same operation.
         """
         ...
 
@@ -251,7 +259,10 @@ class Backend(Protocol):
         If cancel was requested for the run, ``failed``, ``canceled``, ``retry`` and
         ``suspend`` all end ``canceled`` (with the cancel reason, and the entry's
         error, if any, stored as the last failure); ``succeeded`` stays succeeded.
-        Terminal outcomes fire hooks.
+        Terminal outcomes fire hooks. Every applied entry stores its ``progress``, if
+        any. A ``suspend`` adds the execution's time (``now - started_at``) to the
+        attempt's ``elapsed``, which the claim that resumes it returns; the claim of a
+        new attempt returns 0.
         """
         ...
 

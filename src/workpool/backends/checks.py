@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from workpool.backends.base import Finish, NewRun, StepRecord
-from workpool.validation import storable_time
+from workpool.validation import MAX_TIMEOUT, storable_time
 
 
 def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
@@ -26,6 +26,11 @@ def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
                     "number of seconds; nothing was written"
                 )
             _check(run.id, "idempotency_ttl (the key's expiry)", now + run.idempotency_ttl)
+        if run.timeout is not None and not 0 < run.timeout <= MAX_TIMEOUT:
+            raise ValueError(
+                f"run {run.id}: timeout {run.timeout!r} is not a number of seconds between 0 "
+                f"and {MAX_TIMEOUT:g}; nothing was written"
+            )
 
 
 def check_finishes(finishes: Sequence[Finish], now: float) -> None:

@@ -95,6 +95,9 @@ class NewRun:
     after the idempotency key (an earlier run holding it is returned as usual) and
     before anything is stored; a skipped run's key is not remembered. For ``enqueue``
     only: children of ``save_step`` never set it."""
+    timeout: float | None = None
+    """Seconds one attempt may execute (stored, returned with claims); None: the
+    worker applies its workflow's limit, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +150,10 @@ class RunRecord:
     """The limit of the run's concurrency gate, if it has one."""
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+    timeout: float | None = None
+    """The run's own limit on one attempt's execution, in seconds, if it was given one."""
+    progress: str | None = None
+    """JSON text of the latest progress its handler reported (``renew``, ``finish``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +283,11 @@ class ClaimedRun:
     isolated: bool = False
     """The run lost its lease before and runs alone: the worker claims nothing else
     until it ends (see ``Backend.claim``)."""
+    timeout: float | None = None
+    """``NewRun.timeout``, as stored."""
+    elapsed: float = 0.0
+    """Seconds this attempt has already executed: the executions before its suspensions
+    (0 for a new attempt), so a time limit counts execution, not waiting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,6 +359,8 @@ class Finish:
     """For ``suspend``: resume at this time at the latest (a durable timer)."""
     waiting_on: tuple[str, ...] = ()
     """For ``suspend``: child run ids; the run resumes as soon as any of them ends."""
+    progress: str | None = None
+    """JSON text of the handler's latest progress not yet stored (any status), or None."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from workpool.backends.base import ClaimedRun
 from workpool.engine.environment import StepEnvironment
 from workpool.engine.steps import Steps
 from workpool.errors import ConfigurationError, WorkpoolError
 from workpool.logs import RunLogger
+from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES, check_size, to_json
 
 
 class CancelRequestedError(WorkpoolError):
@@ -35,7 +37,13 @@ class RunContext:
     # A plain flag: set by the worker's loop, read by handler threads; assigning and
     # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
     _cancel_requested: bool = field(default=False, repr=False)
+    _timed_out: bool = field(default=False, repr=False)
     _steps: Steps | None = field(default=None, repr=False)
+    # The latest progress (JSON text) and the one last stored: a new value is a new
+    # object, so the worker compares identities and handler threads need no lock.
+    _progress: str | None = field(default=None, repr=False)
+    _progress_stored: str | None = field(default=None, repr=False)
+    _max_progress_bytes: int = field(default=DEFAULT_MAX_PAYLOAD_BYTES, repr=False)
 
     @property
     def step(self) -> Steps:
@@ -49,8 +57,43 @@ class RunContext:
 
     @property
     def cancelled(self) -> bool:
-        """True once a cancel of this run was requested; sync handlers should poll it."""
+        """True once a cancel of this run was requested or its time limit passed; sync
+        handlers, which cannot be interrupted, should poll it and return."""
         return self._cancel_requested
+
+    @property
+    def timed_out(self) -> bool:
+        """True once this attempt ran past its ``timeout``."""
+        return self._timed_out
+
+    async def set_progress(self, value: Any) -> None:
+        """Report progress: any JSON value (within the pool's ``max_payload_bytes``),
+        which callers read with ``handle.progress()``. Only the latest value is kept;
+        it is stored with the worker's next lease renewal (``renew_every``, 2 s by
+        default) or with the attempt's outcome, whichever comes first, so reporting
+        costs no backend call of its own. Raises PayloadError for a value JSON cannot
+        hold as it is."""
+        self.set_progress_sync(value)
+
+    def set_progress_sync(self, value: Any) -> None:
+        """``set_progress`` for sync handlers (it does no I/O, so it never blocks)."""
+        what = f"progress of run {self.run_id}"
+        text = to_json(value, what=what)
+        self._progress = check_size(text, what=what, limit=self._max_progress_bytes)
+
+    def unstored_progress(self) -> str | None:
+        """The latest progress as JSON text, unless it was stored (for the worker)."""
+        progress = self._progress
+        return None if progress is self._progress_stored else progress
+
+    def progress_stored(self, progress: str) -> None:
+        """The worker stored this progress (from ``unstored_progress``)."""
+        self._progress_stored = progress
+
+    def time_ran_out(self) -> None:
+        """Mark the attempt over its time limit (called by the engine, not by handlers)."""
+        self._timed_out = True
+        self._cancel_requested = True
 
     def raise_if_cancelled(self) -> None:
         """Raise if a cancel was requested, so the run ends ``canceled``."""
@@ -72,6 +115,7 @@ def context_for(claimed: ClaimedRun, env: StepEnvironment, *, with_steps: bool) 
         attempt=claimed.attempt,
         logger=RunLogger(claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt),
         fencing_token=claimed.fence,
+        _max_progress_bytes=env.settings.max_payload_bytes,
     )
     if with_steps:
         ctx._steps = Steps(env)

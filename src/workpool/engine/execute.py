@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,11 +17,13 @@ from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
 from workpool.engine.environment import LeaseLost, SuspendRun
 from workpool.engine.steps import Steps
+from workpool.engine.threads import HandlerThreads
 from workpool.errors import (
     BackendUnavailableError,
     CorruptRecordError,
     NonRetriableError,
     PayloadError,
+    RunTimeoutError,
     WorkpoolError,
 )
 from workpool.options import RetryPolicy
@@ -37,7 +39,7 @@ long after its outcome is written, without using an attempt."""
 class Execution:
     """Everything ``execute`` needs besides the run itself."""
 
-    threads: Executor
+    threads: HandlerThreads
     """Where sync handlers run."""
     now: Callable[[], float]
     rng: random.Random
@@ -47,6 +49,47 @@ class Execution:
 def permanent_failure(claimed: ClaimedRun, error: BaseException) -> Finish:
     """A failure that is never retried."""
     return Finish(claimed.lease, "failed", error=error_json(error))
+
+
+def attempt_timeout(workflow: Workflow[Any, Any], claimed: ClaimedRun) -> float | None:
+    """Seconds one attempt of the run may execute: its own timeout, else its
+    workflow's (None: no limit)."""
+    return claimed.timeout if claimed.timeout is not None else workflow.timeout
+
+
+def time_left(workflow: Workflow[Any, Any], claimed: ClaimedRun) -> float | None:
+    """Seconds this execution may take: the attempt's timeout less what the attempt
+    executed before it was suspended (None: no limit)."""
+    limit = attempt_timeout(workflow, claimed)
+    return None if limit is None else max(0.0, limit - claimed.elapsed)
+
+
+class _Deadline:
+    """Interrupts the handler's task when the attempt's time runs out."""
+
+    def __init__(self, ctx: RunContext, claimed: ClaimedRun, limit: float) -> None:
+        self._ctx = ctx
+        self._limit = limit
+        self._elapsed = claimed.elapsed
+        self._started = time.monotonic()
+        self._task = asyncio.current_task()
+        seconds = max(0.0, limit - claimed.elapsed)
+        self._timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+
+    def _expire(self) -> None:
+        self._ctx.time_ran_out()  # a sync handler sees ctx.cancelled
+        if self._task is not None:
+            self._task.cancel()
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def error(self, claimed: ClaimedRun) -> RunTimeoutError:
+        ran = self._elapsed + time.monotonic() - self._started
+        return RunTimeoutError(
+            f"run {claimed.lease.run_id} attempt {claimed.attempt} exceeded its timeout of "
+            f"{self._limit:g} s (it ran {ran:.3f} s) and was stopped"
+        )
 
 
 async def execute(
@@ -62,10 +105,19 @@ async def execute(
     except (ValueError, ValidationError) as error:
         return permanent_failure(claimed, _undecodable_input(claimed, error))
     steps = ctx._steps
+    limit = attempt_timeout(workflow, claimed)
+    deadline = None if limit is None else _Deadline(ctx, claimed, limit)
     try:
         result = await _call(workflow, ctx, value, env)
     except BaseException as error:  # every way a handler can end but returning
+        if deadline is not None and ctx.timed_out:
+            return _failure(claimed, deadline.error(claimed), env)
         return _outcome_of_error(claimed, ctx, error, env)
+    finally:
+        if deadline is not None:
+            deadline.cancel()
+    if deadline is not None and ctx.timed_out:  # it ignored the interruption
+        return _failure(claimed, deadline.error(claimed), env)
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
     try:
@@ -81,8 +133,12 @@ async def execute(
 async def _call(workflow: Workflow[Any, Any], ctx: RunContext, value: Any, env: Execution) -> Any:
     if workflow.is_async:
         return await workflow.handler(ctx, value)
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(env.threads, workflow.handler, ctx, value)
+    future = env.threads.submit(workflow.handler, ctx, value)
+    try:
+        return await asyncio.wrap_future(future)
+    except asyncio.CancelledError:
+        env.threads.abandon(future, f"run {ctx.run_id}")
+        raise
 
 
 def _failure(claimed: ClaimedRun, error: Exception, env: Execution) -> Finish:

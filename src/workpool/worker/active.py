@@ -28,6 +28,9 @@ class ActiveRun:
     """The local deadline of the run's last confirmed lease (None: not fenced)."""
     fence_timer: asyncio.TimerHandle | None = None
     """Interrupts the handler at that deadline unless a renewal moves it first."""
+    give_up_timer: asyncio.TimerHandle | None = None
+    """Abandons a run whose handler outlives its time limit by a lease (see
+    ``ActiveRuns.give_up_after``)."""
 
     @property
     def run_id(self) -> str:
@@ -75,8 +78,9 @@ class ActiveRuns:
 
     def remove(self, entry: ActiveRun) -> None:
         """Forget a run (outcome written, lost or released)."""
-        if entry.fence_timer is not None:
-            entry.fence_timer.cancel()
+        for timer in (entry.fence_timer, entry.give_up_timer):
+            if timer is not None:
+                timer.cancel()
         if self._runs.get(entry.run_id) is entry:
             del self._runs[entry.run_id]
             self._changed()
@@ -108,6 +112,40 @@ class ActiveRuns:
         entry.fence_timer = loop.call_later(
             max(0.0, entry.lease.remaining()), self._lease_ran_out, entry
         )
+
+    def give_up_after(self, entry: ActiveRun, seconds: float) -> None:
+        """Abandon ``entry`` if its handler still runs ``seconds`` from now: past its
+        time limit it was interrupted, and a handler that swallows the interruption
+        must not keep the run (its lease is no longer renewed, so it expires and
+        another worker takes the run)."""
+        loop = asyncio.get_running_loop()
+        entry.give_up_timer = loop.call_later(seconds, self._overdue, entry)
+
+    def _overdue(self, entry: ActiveRun) -> None:
+        if entry.task.done() or entry.abandoned or self._runs.get(entry.run_id) is not entry:
+            return
+        logger.warning(
+            "run %s: its handler ignored its time limit for a whole lease; the lease is "
+            "no longer renewed, so another worker takes the run when it expires",
+            entry.run_id,
+        )
+        self.abandon(entry.run_id, reason="handler ignored its time limit")
+
+    def unstored_progress(self) -> dict[str, str]:
+        """The progress each held run reported and did not store yet (run id -> JSON)."""
+        reported = {}
+        for entry in self._runs.values():
+            progress = entry.ctx.unstored_progress()
+            if progress is not None and not entry.abandoned:
+                reported[entry.run_id] = progress
+        return reported
+
+    def progress_stored(self, progress: dict[str, str]) -> None:
+        """A renewal stored this progress (from ``unstored_progress``)."""
+        for run_id, text in progress.items():
+            entry = self._runs.get(run_id)
+            if entry is not None:
+                entry.ctx.progress_stored(text)
 
     def confirm(self, run_ids: set[str], sent_at: float, lease_seconds: float) -> None:
         """A renewal sent at ``sent_at`` (monotonic) kept these runs' leases."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
@@ -73,7 +74,11 @@ class Finisher:
             logger.error("run %s: worker error, outcome not written", entry.run_id, exc_info=error)
             self._active.remove(entry)
             return
-        self._queue.put_nowait((entry, task.result()))
+        finish = task.result()
+        progress = entry.ctx.unstored_progress()
+        if progress is not None:
+            finish = dataclasses.replace(finish, progress=progress)
+        self._queue.put_nowait((entry, finish))
 
     async def run(self) -> None:
         """Write outcomes as they come, until cancelled."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import timedelta
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -291,8 +291,16 @@ class TimedBackend:
         )
         return await self._timed("claim", claim)
 
-    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
-        return await self._timed("renew", self.wrapped.renew(leases, lease_seconds, now))
+    async def renew(
+        self,
+        leases: Sequence[Lease],
+        lease_seconds: float,
+        now: float,
+        *,
+        progress: Mapping[str, str] | None = None,
+    ) -> RenewResult:
+        renewal = self.wrapped.renew(leases, lease_seconds, now, progress=progress)
+        return await self._timed("renew", renewal)
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         return await self._timed("finish", self.wrapped.finish(finishes, now))

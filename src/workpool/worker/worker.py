@@ -11,7 +11,6 @@ import socket
 import time
 import uuid
 from collections.abc import Awaitable
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -19,8 +18,9 @@ from workpool.backends import describe_store
 from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
 from workpool.engine.context import context_for
 from workpool.engine.environment import StepEnvironment
-from workpool.engine.execute import Execution, execute
+from workpool.engine.execute import Execution, execute, time_left
 from workpool.engine.fencing import LocalLease
+from workpool.engine.threads import HandlerThreads
 from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -79,9 +79,7 @@ class Worker:
         self._active = ActiveRuns()
         self._stopping = asyncio.Event()
         self._nudged = asyncio.Event()
-        self._threads = ThreadPoolExecutor(
-            max_workers=options.concurrency, thread_name_prefix="workpool-handler"
-        )
+        self._threads = HandlerThreads("workpool-handler")
         self._env = Execution(
             threads=self._threads,
             now=settings.clock.now,
@@ -103,6 +101,13 @@ class Worker:
         """Claim nothing until no run is held: one runs alone, or one waits to."""
         self.health = BackendHealth()
         """Whether the backend answers, as the side tasks find; logs its outages."""
+
+    @property
+    def abandoned_threads(self) -> int:
+        """Threads of sync handlers stopped (time limit, cancel, lost lease, shutdown)
+        that still run: Python cannot interrupt a thread, so each runs until its
+        function returns, outside any slot."""
+        return self._threads.abandoned
 
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
@@ -290,6 +295,11 @@ class Worker:
         entry = ActiveRun(claimed, ctx, task, started_at=now, lease=lease)
         self._active.add(entry)
         self._active.fence(entry)
+        seconds = time_left(workflow, claimed)
+        if seconds is not None:
+            # Past its limit, a handler that ignores the interruption gets one lease
+            # to end; then the worker stops renewing, so another worker takes it.
+            self._active.give_up_after(entry, seconds + self.options.lease.total_seconds())
         if claimed.isolated:
             logger.warning(
                 "run %s runs alone: it lost its lease before (its worker died or stalled), "
@@ -325,14 +335,18 @@ class Worker:
             leases = self._active.renewable_leases()
             if not leases:
                 continue
+            progress = self._active.unstored_progress()
             lease_seconds = self.options.lease.total_seconds()
             sent_at = time.monotonic()
             try:
-                result = await backend.renew(leases, lease_seconds, self.settings.clock.now())
+                result = await backend.renew(
+                    leases, lease_seconds, self.settings.clock.now(), progress=progress
+                )
             except Exception as error:
                 self.health.failed("renewer", error)
                 continue
             self.health.succeeded()
+            self._active.progress_stored(progress)
             kept = {lease.run_id for lease in leases} - result.lost
             self._active.confirm(kept, sent_at, lease_seconds)
             for run_id in result.lost:

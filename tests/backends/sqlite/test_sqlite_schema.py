@@ -23,6 +23,7 @@ from workpool.backends.sqlite.sql import load_migrations, load_queries, parse_qu
 HOT_QUERIES = (
     "find_idempotency_key",
     "insert_run",
+    "set_progress",
     "promote_due",
     "expired_leases",
     "queue_workflows",
@@ -67,7 +68,7 @@ SAMPLE_PARAMETERS = {
     "workflow": "send_email",
     "queue": "default",
     "queues": '["default", "other"]',
-    "leases": '[["run-1", "token"]]',
+    "leases": '[["run-1", "token", "{}"]]',
     "key": "key",
     "token": "token",
     "ran": 0.0,
@@ -92,6 +93,8 @@ SAMPLE_PARAMETERS = {
     "expires_at": 2.0,
     "before": 3.0,
     "idempotency_key": None,
+    "timeout": None,
+    "progress": "{}",
     "batch": 100,
     "limit": 10,
     "worker_id": "worker",
@@ -140,7 +143,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 5
+    assert version == load_migrations()[-1].version == 6
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers"} <= tables
     assert "runs_queued_by_queue" not in tables
@@ -170,7 +173,9 @@ async def test_a_version_1_database_keeps_its_runs_and_keys_when_migrated(tmp_pa
         await backend.close()
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert (
+            connection.execute("PRAGMA user_version").fetchone()[0] == load_migrations()[-1].version
+        )
     connection.close()
 
 

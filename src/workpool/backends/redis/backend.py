@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import EllipsisType
 from typing import Any, cast, get_args
@@ -179,11 +179,18 @@ class RedisBackend:
             isolated_since=None if isolated_since is None else float(isolated_since),
         )
 
-    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
+    async def renew(
+        self,
+        leases: Sequence[Lease],
+        lease_seconds: float,
+        now: float,
+        *,
+        progress: Mapping[str, str] | None = None,
+    ) -> RenewResult:
         if not leases:
             return RenewResult(lost=frozenset(), cancel_requested=frozenset())
         lost, cancel_requested = await self._scripts.renew(
-            codec.seconds(now + lease_seconds), codec.lease_pairs(leases)
+            codec.seconds(now + lease_seconds), codec.renewals(leases, progress or {})
         )
         return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(cancel_requested))
 

@@ -36,6 +36,7 @@ LIBRARY = (
     "steps",
     "ending",
     "reaping",
+    "starting",
     "claiming",
 )
 """Library files, in dependency order."""
@@ -165,9 +166,10 @@ class Scripts:
         return reply[0], reply[1], list(reply[2:])
 
     async def renew(
-        self, lease_expires_at: str, leases: Sequence[tuple[str, str]]
+        self, lease_expires_at: str, leases: Sequence[tuple[str, str, str]]
     ) -> tuple[list[str], list[str]]:
-        """(lost run ids, cancel-requested run ids)."""
+        """(lost run ids, cancel-requested run ids); each lease is (run id, token,
+        progress JSON text or '')."""
         args = [lease_expires_at, *(part for lease in leases for part in lease)]
         lost, cancel_requested = await self._renew(args)
         return list(lost), list(cancel_requested)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import EllipsisType
 from typing import TypeVar
@@ -123,9 +123,18 @@ class SQLiteBackend:
             self._first_poll = FIRST_POLL_SECONDS
         return result
 
-    async def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
+    async def renew(
+        self,
+        leases: Sequence[Lease],
+        lease_seconds: float,
+        now: float,
+        *,
+        progress: Mapping[str, str] | None = None,
+    ) -> RenewResult:
         """See ``Backend.renew``."""
-        return await self._transact(lambda operations: operations.renew(leases, lease_seconds, now))
+        return await self._transact(
+            lambda operations: operations.renew(leases, lease_seconds, now, progress)
+        )
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """See ``Backend.finish``; all entries in one transaction."""

@@ -19,10 +19,10 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 -- Store a new run in :status; changes nothing (rowcount 0) if :id already exists.
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
-    parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits
+    parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
-    :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits
+    :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -78,6 +78,7 @@ SELECT workflow FROM run_pairs WHERE queue = :queue;
 UPDATE runs SET
     status = 'running',
     attempts = attempts + 1 - resuming,
+    attempt_time = attempt_time * resuming,
     resuming = 0,
     claims = claims + 1,
     started_at = :now,
@@ -87,7 +88,7 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate;
+    has_steps, claims, isolate, timeout, attempt_time;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -115,10 +116,14 @@ SELECT min(wake_at) AS wake_at FROM (
 );
 
 -- name: renew_leases
--- Extend to :expires_at each held lease of the :leases JSON array of [run id, token].
-UPDATE runs SET lease_expires_at = :expires_at
+-- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
+-- progress JSON text or null] (null keeps the stored progress).
+UPDATE runs SET lease_expires_at = :expires_at, progress = coalesce(lease.reported, runs.progress)
 FROM (
-    SELECT json_extract(value, '$[0]') AS run_id, json_extract(value, '$[1]') AS token
+    SELECT
+        json_extract(value, '$[0]') AS run_id,
+        json_extract(value, '$[1]') AS token,
+        json_extract(value, '$[2]') AS reported
     FROM json_each(:leases)
 ) AS lease
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
@@ -181,6 +186,7 @@ UPDATE runs SET
     status = 'suspended',
     resuming = 1,
     run_time = run_time + :ran,
+    attempt_time = attempt_time + :ran,
     isolate = 0,
     wake_at = :wake_at,
     lease_token = NULL,
@@ -193,6 +199,7 @@ UPDATE runs SET
     status = 'queued',
     resuming = 1,
     run_time = run_time + :ran,
+    attempt_time = attempt_time + :ran,
     isolate = 0,
     available_at = :now,
     admitted = gate IS NULL,
@@ -290,6 +297,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    timeout, progress,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id = :id;
 
@@ -474,6 +482,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    timeout, progress,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id DESC;
@@ -503,11 +512,11 @@ FROM runs WHERE id = :id;
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of
+    gate_limit, admitted, rate_limits, retry_of, timeout
 )
 SELECT
     :new_id, workflow, queue, 'queued', input, retry, hooks, :now, :now, gate, gate_limit,
-    gate IS NULL, rate_limits, id
+    gate IS NULL, rate_limits, id, timeout
 FROM runs WHERE id = :id
 ON CONFLICT (id) DO NOTHING
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
@@ -548,3 +557,7 @@ WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND workflow = :work
     AND isolate IN (0, 1) AND available_at < :before
 ORDER BY isolate, available_at
 LIMIT :limit;
+
+-- name: set_progress
+-- Store :progress (JSON text) as run :id's latest progress.
+UPDATE runs SET progress = :progress WHERE id = :id;

@@ -110,6 +110,8 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         run_time=number(row, "run_time"),
         max_concurrency=None if row["gate_limit"] is None else integer(row, "gate_limit"),
         waiting_at_gate=flag(row, "waiting_at_gate"),
+        timeout=optional_number(row, "timeout"),
+        progress=optional_text(row, "progress"),
     )
 
 
@@ -127,6 +129,8 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         has_steps=flag(row, "has_steps"),
         fence=integer(row, "claims"),
         isolated=flag(row, "isolate"),
+        timeout=optional_number(row, "timeout"),
+        elapsed=number(row, "attempt_time"),
     )
 
 

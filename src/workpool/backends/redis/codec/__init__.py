@@ -23,6 +23,7 @@ from workpool.backends.redis.codec.runs import (
     gate_fields,
     lease_pairs,
     optional_argument,
+    renewals,
 )
 from workpool.backends.redis.codec.settings import (
     decode_settings,
@@ -54,6 +55,7 @@ __all__ = [
     "gate_fields",
     "encode_finishes",
     "lease_pairs",
+    "renewals",
     "decode_claimed",
     "decode_run",
     "optional_argument",

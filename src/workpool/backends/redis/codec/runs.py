@@ -28,7 +28,7 @@ from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 
-RUN_FIELDS = 14
+RUN_FIELDS = 15
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -57,6 +57,7 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             *gate_fields(run.max_concurrency, run.concurrency_key),
             "1" if run.skip_if_busy else "",
             encode_rate_limits(run.rate_limits),
+            "" if run.timeout is None else seconds(run.timeout),
         )
     return args
 
@@ -115,19 +116,26 @@ def encode_finishes(finishes: Sequence[Finish]) -> str:
             item["wake_at"] = seconds(finish.wake_at)
         if finish.waiting_on:
             item["waiting_on"] = list(finish.waiting_on)
+        if finish.progress is not None:
+            item["progress"] = finish.progress
         items.append(item)
     return json.dumps(items, ensure_ascii=False)
 
 
 def lease_pairs(leases: Sequence[Lease]) -> list[tuple[str, str]]:
-    """(run id, token) per lease, as renew.lua and release.lua take them."""
+    """(run id, token) per lease, as release.lua takes them."""
     return [(lease.run_id, lease.token) for lease in leases]
+
+
+def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """(run id, token, progress JSON text or '') per lease, as renew.lua takes them."""
+    return [(lease.run_id, lease.token, progress.get(lease.run_id, "")) for lease in leases]
 
 
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated = row[9:]
+    steps, claims, isolated, timeout, elapsed = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -140,6 +148,8 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         has_steps=int(steps) == 1,
         fence=int(claims),
         isolated=int(isolated) == 1,
+        timeout=None if timeout is None else float(timeout),
+        elapsed=float(elapsed),
     )
 
 
@@ -221,6 +231,8 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",
+        timeout=read.optional_number("timeout"),
+        progress=read.optional_text("progress"),
     )
 
 

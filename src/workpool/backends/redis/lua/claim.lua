@@ -15,9 +15,7 @@
 --   next_wake_at  the earliest scheduled time or lease expiry of these queues
 --   isolated_since  the earliest available_at of runs to isolate of the served
 --                   workflows that this claim left (decimal string)
---   each claimed run  { run id, lease token, attempt, workflow, queue, input, retry or
---                   nil, created_at, available_at, has_steps (1 or 0), claims (the
---                   run's claim count: its fencing token), isolated (1 or 0) }
+--   each claimed run  as library/starting.lua describes it
 -- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
 -- and reaping (library/reaping.lua) each handle at most BATCH runs per call, oldest
 -- first, paused queues too, whatever their workflows.

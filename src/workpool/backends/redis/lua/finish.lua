@@ -5,7 +5,7 @@
 -- ARGV[2]  JSON array of finishes, each an object with run_id, token, status
 --          ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend') and optionally output
 --          and error (JSON texts), retry_at and wake_at (seconds, decimal strings),
---          waiting_on (array of child run ids)
+--          waiting_on (array of child run ids), progress (JSON text)
 --
 -- Returns 1 (applied) or 0 (lease not held) per entry, in order; a bad time: an error reply.
 -- A cancel request turns failed, canceled, retry and suspend into canceled. Limited
@@ -41,6 +41,7 @@ local function suspend(finish, run)
   local run_id, queue = finish.run_id, run[2]
   drop_lease(run_id, run)
   redis.call('HSET', run_key(run_id), 'resuming', '1')
+  redis.call('HINCRBYFLOAT', run_key(run_id), 'attempt_time', tonumber(now) - tonumber(run[14]))
   if resumable(finish) then
     if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
       wake(queue, run[3])
@@ -66,6 +67,7 @@ local function apply(finish)
     return 0
   end
   if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived
+  if finish.progress then redis.call('HSET', run_key(finish.run_id), 'progress', finish.progress) end
   redis.call('HINCRBYFLOAT', run_key(finish.run_id), 'run_time', tonumber(now) - tonumber(run[14]))
   local status, fields = finish.status, {}
   if status == 'succeeded' and finish.output then

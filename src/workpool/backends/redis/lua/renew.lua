@@ -2,19 +2,20 @@
 --
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  new lease expiry: now + lease seconds (decimal string, seconds since epoch)
--- ARGV[2..] pairs: run id, lease token
+-- ARGV[2..] triples: run id, lease token, progress (JSON text to store, or '' to keep)
 --
 -- Returns { lost run ids, run ids whose lease is held and whose cancel was requested }.
 -- A lease is held while the run is running with the same token, even once expired.
 
 local lease_expires_at = ARGV[1]
 local lost, cancel_requested = {}, {}
-for i = 2, #ARGV, 2 do
-  local run_id, token = ARGV[i], ARGV[i + 1]
+for i = 2, #ARGV, 3 do
+  local run_id, token, progress = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
     'cancel_requested', 'queue')
   if run[1] == 'running' and run[2] == token then
     redis.call('ZADD', queue_key(run[4], 'leases'), lease_expires_at, run_id)
+    if progress ~= '' then redis.call('HSET', run_key(run_id), 'progress', progress) end
     if run[3] == '1' then
       cancel_requested[#cancel_requested + 1] = run_id
     end

@@ -104,6 +104,7 @@ class Ending(Admission):
                 gate=gate,
                 gate_limit=hook.max_concurrency,
                 rate_limits=None,
+                timeout=None,
             )
             if inserted.rowcount:
                 self.woken.add(hook.queue)

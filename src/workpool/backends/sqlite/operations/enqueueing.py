@@ -54,6 +54,7 @@ class Enqueueing(Admission):
             gate=gate,
             gate_limit=run.max_concurrency,
             rate_limits=records.encode_rate_limits(run.rate_limits),
+            timeout=run.timeout,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)

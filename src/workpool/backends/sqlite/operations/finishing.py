@@ -5,7 +5,7 @@ and ``release``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from workpool.backends.base import Finish, Lease, RenewResult
 from workpool.backends.checks import check_finishes
@@ -17,10 +17,20 @@ from workpool.backends.sqlite.operations.transaction import EXECUTIONS, RETRIED,
 class Finishing(Ending):
     """Renewing leases and ending attempts."""
 
-    def renew(self, leases: Sequence[Lease], lease_seconds: float, now: float) -> RenewResult:
-        """Extend held leases; report the others lost and the held ones cancel-requested."""
-        pairs = json.dumps([[lease.run_id, lease.token] for lease in leases])
-        rows = self._execute("renew_leases", leases=pairs, expires_at=now + lease_seconds)
+    def renew(
+        self,
+        leases: Sequence[Lease],
+        lease_seconds: float,
+        now: float,
+        progress: Mapping[str, str] | None = None,
+    ) -> RenewResult:
+        """Extend held leases, storing their runs' ``progress``; report the others lost
+        and the held ones cancel-requested."""
+        reported = progress or {}
+        entries = json.dumps(
+            [[lease.run_id, lease.token, reported.get(lease.run_id)] for lease in leases]
+        )
+        rows = self._execute("renew_leases", leases=entries, expires_at=now + lease_seconds)
         renewed = {
             (row["id"], row["lease_token"]): records.flag(row, "cancel_requested") for row in rows
         }
@@ -40,6 +50,8 @@ class Finishing(Ending):
         queue = records.text(held, "queue")
         self._left_running(queue)
         run_id = entry.lease.run_id
+        if entry.progress is not None:
+            self._execute("set_progress", id=run_id, progress=entry.progress)
         ran = now - records.number(held, "started_at")
         if entry.status != "suspend":
             tally = self._tally(queue, records.text(held, "workflow"), now)

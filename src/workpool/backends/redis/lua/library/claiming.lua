@@ -3,22 +3,7 @@
 -- A claim is a table { now, lease_expires_at, worker_id, served (the workflows the worker
 -- defines; nil: all), isolated_since (set by take) }. Only the served workflows' ready
 -- sets are read (ready.lua): oldest first across them, from one ZMSCORE of the heads.
-
--- Lease one run (already out of its ready set) to this worker; append it to reply.
-local function start(claim, run_id, queue, reply, isolated)
-  local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
-    'retry', 'created_at', 'available_at', 'claims', 'has_steps', 'resuming')
-  -- A resumed run claims the same attempt again: the claim count keeps tokens unique.
-  local attempt = tonumber(run[1]) + (run[10] and 0 or 1)
-  if run[10] then redis.call('HDEL', run_key(run_id), 'resuming') end
-  local claims = (tonumber(run[8]) or 0) + 1
-  local token = claim.worker_id .. ':' .. claims .. ':' .. run_id
-  set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
-    claims, 'started_at', claim.now, 'lease_token', token)
-  redis.call('ZADD', queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
-  reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5], run[6],
-    run[7], run[9] == '1' and 1 or 0, claims, isolated and 1 or 0 }
-end
+-- Each run taken is leased with start (starting.lua).
 
 -- The served workflows with claimable runs in the queue: workflow -> head score.
 local function heads_of(claim, queue)

@@ -54,7 +54,7 @@ end
 
 local OPTIONAL_RUN_FIELDS = {
   'retry', 'hooks', 'idempotency_key', 'parent_run_id', 'parent_step', 'gate', 'gate_limit',
-  'rate', 'rate_reserved', 'retry_of',
+  'rate', 'rate_reserved', 'retry_of', 'timeout',
 }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
