@@ -71,6 +71,7 @@ async def seeded(backend_url: str) -> Seeded:
 
     @pool.workflow(queue="risky", max_concurrency=None, retries=False)
     async def judge(ctx: RunContext, claim: dict[str, Any]) -> str:
+        await ctx.set_progress({"checked": claim["who"]})
         if not claim["ok"]:
             raise ValueError(f"refused: {claim['who']}")
         return "accepted"
@@ -88,7 +89,7 @@ async def seeded(backend_url: str) -> Seeded:
     try:
         greetings = [await greet.run(name) for name in ("ann", "bob", "cy")]
         elsewhere = await greet.run("dee", queue="risky")
-        refused = await judge.run({"ok": False, "who": "mallory"})
+        refused = await judge.run({"ok": False, "who": "mallory"}, timeout=90)
         accepted = await judge.run({"ok": True, "who": "alice"})
         stepped = await stepper.run(3)
         async with pool.worker(queues=["default", "risky"], concurrency=8):
@@ -160,8 +161,10 @@ def test_show_retry_and_cancel_a_run(seeded: Seeded) -> None:
     assert "last execution took" in fields["finished"]
     assert fields["attempts"] == "1 (1 executions, resumes included)"
     assert fields["ran"].endswith(" in all")
+    assert fields["timeout"] == "1m30s per attempt"
     assert '\ninput\n  {\n    "ok": false,\n    "who": "mallory"\n  }\n' in shown
     assert "\nerror\n  ValueError: refused: mallory\n" in shown
+    assert '\nprogress\n  {\n    "checked": "mallory"\n  }\n' in shown
     assert "  Traceback (most recent call last):\n" in shown
     assert "\noutput\n" not in shown  # a failed run has none
 

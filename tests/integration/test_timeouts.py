@@ -19,6 +19,7 @@ from workpool import (
     RunFailedError,
     Workpool,
 )
+from workpool.worker.metrics import WorkerMetrics
 
 QUICK_RETRY = RetryPolicy(max_attempts=3, initial_backoff=timedelta(milliseconds=10))
 
@@ -197,3 +198,30 @@ async def test_a_timeout_that_is_not_a_positive_duration_is_refused(
     with pytest.raises(ConfigurationError, match="timeout"):
         await fine.run(1, timeout=bad)  # type: ignore[arg-type]
     assert (await pool.list_runs()).runs == []
+
+
+async def test_timeouts_and_abandoned_threads_show_in_metrics_and_call_on_failure(
+    pool: Workpool,
+) -> None:
+    release = threading.Event()
+    failures: list[str] = []
+
+    @pool.workflow(timeout=0.2, on_failure=lambda event: failures.append(event.run_id))
+    def stuck(ctx: RunContext, value: int) -> int:
+        release.wait(20)
+        return value
+
+    worker = fast_worker(pool)
+    worker.metrics = metrics = WorkerMetrics()
+    handle = await stuck.run(1)
+    async with worker:
+        with pytest.raises(RunFailedError):
+            await handle.result(timeout=20)
+        await wait_until(lambda: failures == [handle.id])
+        registry = metrics.registry
+        assert registry.get_sample_value("workpool_abandoned_threads") == 1
+        assert (
+            registry.get_sample_value("workpool_runs_timed_out_total", {"workflow": "stuck"}) == 1
+        )
+        release.set()
+        await wait_until(lambda: registry.get_sample_value("workpool_abandoned_threads") == 0)

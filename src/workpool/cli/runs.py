@@ -180,6 +180,10 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
         ),
         ("attempts", f"{run.attempts} ({run.executions} executions, resumes included)"),
         ("ran", f"{duration(run.run_time)} in all"),
+        (
+            "timeout",
+            f"{duration(run.timeout)} per attempt" if run.timeout else "- (its workflow's)",
+        ),
         ("created", full_time(run.created_at, now)),
         ("available", full_time(run.available_at, now)),
         ("started", full_time(run.started_at, now)),
@@ -197,6 +201,8 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
     sections: list[tuple[str, str]] = [("input", pretty_json(run.input))]
     if run.status == "succeeded" or run.output is not None:
         sections.append(("output", pretty_json(run.output)))
+    if run.progress is not None:
+        sections.append(("progress", pretty_json(run.progress)))
     if run.error is not None:
         error = f"{run.error.type}: {run.error.message}"
         if run.error.traceback:

@@ -189,7 +189,9 @@ class Finisher:
         log_completed(
             logger, run, outcome, duration, error=finish.error, retry_at=finish.retry_at, now=now
         )
-        if finish.status == "failed" and not entry.ctx.cancelled:
+        if entry.ctx.timed_out and self._metrics is not None:
+            self._metrics.run_timed_out(entry.claimed.workflow)
+        if finish.status == "failed" and (entry.ctx.timed_out or not entry.ctx.cancelled):
             self._call_on_failure(entry, finish)
 
     def _call_on_failure(self, entry: ActiveRun, finish: Finish) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -151,6 +151,17 @@ class WorkerMetrics:
             ["workflow"],
             registry=registry,
         )
+        self.abandoned_threads = Gauge(
+            "workpool_abandoned_threads",
+            "Threads of sync handlers stopped (time limit, cancel, lost lease) that still run.",
+            registry=registry,
+        )
+        self.runs_timed_out = Counter(
+            "workpool_runs_timed_out",
+            "Attempts this worker stopped at their time limit.",
+            ["workflow"],
+            registry=registry,
+        )
         self.cron_skipped = Counter(
             "workpool_cron_ticks_skipped",
             "Cron ticks skipped because the workflow was at its max_concurrency.",
@@ -169,6 +180,14 @@ class WorkerMetrics:
         """An attempt's outcome was recorded (``outcome``: the word of the completed event)."""
         self.runs_finished.labels(workflow, queue, outcome).inc()
         self.run_duration.labels(workflow).observe(duration)
+
+    def count_abandoned_threads(self, count: Callable[[], int]) -> None:
+        """Read the abandoned threads gauge from ``count`` at each scrape."""
+        self.abandoned_threads.set_function(count)
+
+    def run_timed_out(self, workflow: str) -> None:
+        """An attempt was stopped at its time limit."""
+        self.runs_timed_out.labels(workflow).inc()
 
     def lease_lost(self, workflow: str) -> None:
         """A run's lease was found lost: the run was stopped or its outcome not written."""

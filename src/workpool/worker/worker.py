@@ -129,6 +129,7 @@ class Worker:
         await self._heartbeat(backend)  # serves its workflows from now on
         if self.metrics is not None:
             self.metrics.start_server()  # ConfigurationError if the port is taken
+            self.metrics.count_abandoned_threads(lambda: self._threads.abandoned)
             backend = self.metrics.timed(backend)
             self.cron.metrics = self.metrics
         finisher = Finisher(
