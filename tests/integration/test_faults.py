@@ -159,6 +159,11 @@ async def test_a_worker_stopped_past_its_lease_does_nothing_more_for_the_run_whe
     stalled = workers.start(*QUICK_LEASE, stderr=stderr)
     (handle,) = await pool.enqueue_many([process_app.paced.prepare(1.0)])
     await wait_for(lambda: [row for row in workers.lines("step") if row[1] == "one"])
+
+    async def step_one_saved() -> bool:  # its function logs before the step is saved
+        return [step.name for step in await pool.get_steps(handle.id)] == ["one"]
+
+    await wait_for(step_one_saved)
     stalled.send_signal(signal.SIGSTOP)  # between its steps, for longer than its lease
     try:
         rescuer = workers.start(*QUICK_LEASE)
