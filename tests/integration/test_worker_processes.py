@@ -106,14 +106,17 @@ async def test_a_killed_process_is_started_again_and_its_runs_finish(
     for handle in handles:
         await handle.result(timeout=30)
     started, done = by_run(workers.lines("start")), by_run(workers.lines("done"))
+    interrupted = 0
     for handle in handles:
         run = await pool.get_run(handle.id)
         assert run.status == "succeeded"
-        assert run.executions == len(started[handle.id])
-        if str(victim) not in started[handle.id]:
-            assert (run.executions, len(done[handle.id])) == (1, 1)
-        else:  # the kill may have interrupted it: then it ran again, once
-            assert run.executions <= 2
+        if run.executions == 1:
+            assert len(started[handle.id]) == len(done[handle.id]) == 1
+        else:  # the killed process held it (maybe before its handler began): it ran again
+            assert run.executions == 2
+            assert any(pid != str(victim) for pid in done[handle.id])
+            interrupted += 1
+    assert interrupted <= 8  # at most what the killed process held (2 per slot)
     assert await stop(supervisor) == 0
     await pool.aclose()
 
