@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -153,6 +154,23 @@ async def test_the_processes_stop_when_their_supervisor_is_killed_and_each_serve
     supervisor.wait()
     await wait_until(lambda: not any(alive(pid) for pid in children))
     assert await pool.live_workers() == []  # they stopped gracefully
+    await pool.aclose()
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+async def test_a_process_recycled_while_a_sync_handler_runs_on_is_replaced_at_once(
+    workers: Workers, backend_url: str, tmp_path: Path
+) -> None:
+    pool = Workpool(backend_url)
+    log = tmp_path / "supervisor.log"
+    options = ("--max-runs-per-process", "1", "--shutdown-grace", "0.2", "--log-level", "INFO")
+    workers.start(*options, stderr=log)
+    (handle,) = await pool.enqueue_many([process_app.sleepy.prepare(30)])
+    # Its thread cannot be stopped: the run is handed back after the grace, and the
+    # process exits past the thread with the recycling status all the same.
+    await wait_until(lambda: "(pid " in log.read_text() and "was recycled" in log.read_text())
+    await workers.wait_for_line("start", handle.id, count=2)  # taken by the new process
+    await handle.cancel()
     await pool.aclose()
 
 

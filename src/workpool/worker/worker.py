@@ -118,11 +118,12 @@ class Worker:
         The worker claims no more runs, lets those it holds finish within
         ``shutdown_grace`` (the rest are handed back, as on ``stop()``), and ``run()``
         returns with ``recycle_reason`` set. ``workpool worker`` then exits with status
-        75 (``workpool.worker.supervisor.EXIT_RECYCLE``), and the supervisor of
-        ``--processes`` starts a new process at once. A later call keeps the first
-        reason; on a worker already stopping it does nothing. Call it on the worker's
-        event loop (from another thread: ``loop.call_soon_threadsafe``).
-        """
+        75 (``workpool.worker.supervisor.EXIT_RECYCLE``): the supervisor of
+        ``--processes`` or ``--max-runs-per-process`` starts a new process at once;
+        without one, the process just ends (systemd's ``Restart=on-failure`` restarts
+        it). A later call keeps the first reason; on a worker already stopping it does
+        nothing. Call it on the worker's event loop (from another thread:
+        ``loop.call_soon_threadsafe``)."""
         if self._stopping.is_set():
             return
         self._recycle_reason = reason
