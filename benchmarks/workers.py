@@ -60,10 +60,23 @@ class WorkerProcess:
                 command, cwd=ROOT, env=environment, stdout=log, stderr=subprocess.STDOUT
             )
         self.process = psutil.Process(self.popen.pid)
+        arguments = list(args)
+        self.supervised = (
+            int(arguments[arguments.index("--processes") + 1]) if "--processes" in arguments else 0
+        )
+        """With ``--processes N``: N, the worker processes of this supervisor; else 0."""
 
     @property
     def pid(self) -> int:
         return self.popen.pid
+
+    def serving(self) -> list[psutil.Process] | None:
+        """The processes that run workers: this one, or a supervisor's children (None
+        until all N are started)."""
+        if not self.supervised:
+            return [self.process]
+        children: list[psutil.Process] = self.process.children()
+        return children if len(children) == self.supervised else None
 
     def check_alive(self) -> None:
         """Raise BenchmarkError (with the end of its log) if the process has exited."""
@@ -172,7 +185,10 @@ async def wait_idle(target: Target, processes: list[WorkerProcess]) -> None:
     while True:
         for process in processes:
             process.check_alive()
-        if await target.workers_idle([process.process for process in processes]):
+        serving = [process.serving() for process in processes]
+        if all(serving) and await target.workers_idle(
+            [worker for each in serving for worker in each or ()]
+        ):
             return
         if time.monotonic() > deadline:
             raise BenchmarkError(f"worker processes not idle within {READY_TIMEOUT:.0f} s")

@@ -273,9 +273,10 @@ class Workpool(Client):
         shutdown_grace: timedelta | float = timedelta(seconds=30),
         max_lease_losses: int = 3,
         housekeeping_every: timedelta | float = timedelta(minutes=1),
+        max_runs: int | None = None,
     ) -> Worker:
         """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``.
-        Durations are timedeltas or seconds."""
+        Durations are timedeltas or seconds; ``max_runs``: see ``WorkerOptions``."""
         options = WorkerOptions(
             queues=tuple(queues),
             concurrency=concurrency,
@@ -286,5 +287,6 @@ class Workpool(Client):
             housekeeping_every=as_timedelta(
                 housekeeping_every, what="housekeeping_every", positive=True
             ),
+            max_runs=max_runs,
         )
         return Worker(self, options)

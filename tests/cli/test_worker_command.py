@@ -76,8 +76,21 @@ def test_help_lists_the_worker_options() -> None:
         "--metrics-port",
         "--metrics-host",
         "--metrics-refresh-seconds",
+        "--processes",
+        "--max-runs-per-process",
     ):
         assert option in result.stdout
+    assert "--supervisor-pipes" not in result.stdout  # the supervisor's, for its processes
+
+
+def test_processes_and_their_metrics_ports_are_checked_before_anything_starts() -> None:
+    result = run_cli("worker", "tests.integration.process_app:pool", "--processes", "0")
+    assert result.returncode == 2
+    assert "0 is not in the range x>=1" in result.stderr
+    options = ("--processes", "3", "--metrics-port", "65534")
+    result = run_cli("worker", "tests.integration.process_app:pool", *options)
+    assert result.returncode == 2
+    assert "process 3 would serve metrics on port 65536" in result.stderr, result.stderr
 
 
 def test_bad_pool_path_is_a_clear_error() -> None:

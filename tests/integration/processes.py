@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -58,7 +59,32 @@ class Workers:
         raise AssertionError(f"no {kind!r} line for run {run_id} within 20 s")
 
     def stop_all(self) -> None:
+        """Kill every process started, and the worker processes of a supervisor."""
         for process in self.processes:
+            children = children_of(process.pid)
             if process.poll() is None:
                 process.kill()
             process.wait()
+            for child in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+
+
+def children_of(pid: int) -> set[int]:
+    """The live child processes of ``pid`` (from /proc: Linux)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            state, parent = stat.read_text().rpartition(")")[2].split()[:2]
+            if int(parent) == pid and state != "Z":
+                found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (from /proc: Linux)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -1,4 +1,5 @@
-"""``workpool worker module:pool``: run a worker process until SIGTERM or SIGINT."""
+"""``workpool worker module:pool``: run a worker process until SIGTERM or SIGINT, or
+``--processes N`` of them under a supervisor (``workpool.worker.supervisor``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from workpool.app import Workpool
 from workpool.errors import WorkpoolError
 from workpool.logs import apply_level, configure_handler
 from workpool.worker import Worker
+from workpool.worker.supervisor import (
+    EXIT_RECYCLE,
+    SUPERVISOR_OPTION,
+    Supervisor,
+    SupervisorLink,
+)
 
 
 def load_pool(target: str) -> Workpool:
@@ -82,6 +89,22 @@ def load_pool(target: str) -> Workpool:
     type=click.FloatRange(min=0.1),
     help="How often the queue gauges are read from the backend (with --metrics-port).",
 )
+@click.option(
+    "--processes",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Worker processes, each with --concurrency slots, under one supervisor that "
+    "starts again one that dies (1: this process is the worker).",
+)
+@click.option(
+    "--max-runs-per-process",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Replace a worker process by a fresh one once it has started this many runs "
+    "(they finish first); implies a supervisor, even for one process (default: never).",
+)
+@click.option(SUPERVISOR_OPTION, "supervisor_pipes", hidden=True, default=None)
 def worker(
     pool_path: str,
     queues: str,
@@ -94,9 +117,16 @@ def worker(
     metrics_port: int | None,
     metrics_host: str,
     metrics_refresh_seconds: float,
+    processes: int,
+    max_runs_per_process: int | None,
+    supervisor_pipes: str | None,
 ) -> None:
     """Run a worker for the pool MODULE:POOL until SIGTERM or SIGINT."""
     configure_handler(log_format)
+    if supervisor_pipes is None and (processes > 1 or max_runs_per_process is not None):
+        apply_level(log_level)
+        sys.exit(_supervise(click.get_current_context(), processes, shutdown_grace))
+    link = None if supervisor_pipes is None else SupervisorLink.parse(supervisor_pipes)
     pool = load_pool(pool_path)
     apply_level(log_level)  # after the pool: the command line wins over its option
     try:
@@ -106,6 +136,7 @@ def worker(
             lease=timedelta(seconds=lease_seconds),
             renew_every=timedelta(seconds=renew_seconds),
             shutdown_grace=timedelta(seconds=shutdown_grace),
+            max_runs=max_runs_per_process,
         )
         if metrics_port is not None:
             from workpool.worker.metrics import WorkerMetrics
@@ -113,14 +144,16 @@ def worker(
             process.metrics = WorkerMetrics(
                 metrics_port, host=metrics_host, refresh_every=metrics_refresh_seconds
             )
-        asyncio.run(_serve(pool, process))
+        asyncio.run(_serve(pool, process, link))
     except WorkpoolError as error:
         click.echo(f"workpool: {error}", err=True)
         sys.exit(2)
-    _exit_past_stuck_handlers()
+    status = 0 if process.recycle_reason is None else EXIT_RECYCLE
+    _exit_past_stuck_handlers(status)
+    sys.exit(status)
 
 
-def _exit_past_stuck_handlers() -> None:
+def _exit_past_stuck_handlers(status: int) -> None:
     """Exit now if sync handlers still run in threads after the shutdown grace.
 
     Their leases were handed back and every outcome written; only Python's join of
@@ -133,14 +166,57 @@ def _exit_past_stuck_handlers() -> None:
         logging.shutdown()
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(0)
+        os._exit(status)
 
 
-async def _serve(pool: Workpool, process: Worker) -> None:
+async def _serve(pool: Workpool, process: Worker, link: SupervisorLink | None) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, process.stop)
+    reporter = None
+    if link is not None:  # a process of --processes: it tells the supervisor it serves
+        link.watch(process.stop)
+        reporter = asyncio.create_task(_report_ready(process, link))
     try:
         await process.run()
     finally:
+        if reporter is not None:
+            reporter.cancel()
+        if link is not None:
+            link.unwatch()
         await pool.aclose()
+
+
+async def _report_ready(process: Worker, link: SupervisorLink) -> None:
+    await process.started.wait()
+    link.report_ready()
+
+
+SUPERVISOR_ONLY = ("processes", "supervisor_pipes")
+"""The options its worker processes are not given (the supervisor adds its own pipes)."""
+
+
+def _supervise(ctx: click.Context, processes: int, shutdown_grace: float) -> int:
+    """Run ``processes`` worker processes with this command's options; an exit status."""
+    metrics_port = ctx.params["metrics_port"]
+    if metrics_port is not None and metrics_port + processes - 1 > 65535:
+        raise click.BadParameter(
+            f"process {processes} would serve metrics on port {metrics_port + processes - 1} "
+            "(process i serves --metrics-port + i - 1); choose a lower port",
+            param_hint="--metrics-port",
+        )
+
+    def command(index: int) -> list[str]:
+        arguments = [sys.executable, "-m", "workpool", "worker", ctx.params["pool_path"]]
+        for param in ctx.command.params:
+            value = ctx.params.get(param.name or "")
+            passed = isinstance(param, click.Option) and param.name not in SUPERVISOR_ONLY
+            if not passed or value is None:
+                continue
+            if param.name == "metrics_port":
+                value += index - 1
+            arguments += [param.opts[0], str(value)]
+        return arguments
+
+    supervisor = Supervisor(command, processes, shutdown_grace=shutdown_grace)
+    return asyncio.run(supervisor.run())

@@ -30,6 +30,10 @@ class WorkerOptions:
     housekeeping_every: timedelta = timedelta(minutes=1)
     """How often the worker leading housekeeping logs the report and deletes finished
     runs past the pool's retention (see ``workpool.worker.housekeeping``)."""
+    max_runs: int | None = None
+    """Recycle the worker once it has started this many executions (a resumed run
+    counts again): it claims no more, lets the runs it holds finish, and ``run()``
+    returns (see ``Worker.request_recycle``). None (the default): no limit."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -44,3 +48,5 @@ class WorkerOptions:
             raise ConfigurationError("housekeeping_every must be positive")
         if self.max_lease_losses < 1:
             raise ConfigurationError("max_lease_losses must be at least 1")
+        if self.max_runs is not None and self.max_runs < 1:
+            raise ConfigurationError(f"max_runs must be at least 1, got {self.max_runs}")

@@ -101,6 +101,10 @@ class Worker:
         """Claim nothing until no run is held: one runs alone, or one waits to."""
         self.health = BackendHealth()
         """Whether the backend answers, as the side tasks find; logs its outages."""
+        self.started = asyncio.Event()
+        """Set once ``run()`` serves: registry written, first heartbeat sent, metrics up."""
+        self._runs_started = 0
+        self._recycle_reason: str | None = None
 
     @property
     def abandoned_threads(self) -> int:
@@ -112,6 +116,34 @@ class Worker:
     def stop(self) -> None:
         """Ask the worker to stop: no new claims; in-flight runs get the grace period."""
         self._stopping.set()
+
+    def request_recycle(self, reason: str) -> None:
+        """Ask for this worker to be replaced by a fresh process; ``reason`` is logged.
+
+        The worker claims no more runs, lets those it holds finish within
+        ``shutdown_grace`` (the rest are handed back, as on ``stop()``), and ``run()``
+        returns with ``recycle_reason`` set. ``workpool worker`` then exits with status
+        75 (``workpool.worker.supervisor.EXIT_RECYCLE``): the supervisor of
+        ``--processes`` or ``--max-runs-per-process`` starts a new process at once;
+        without one, the process just ends (systemd's ``Restart=on-failure`` restarts
+        it). A later call keeps the first reason; on a worker already stopping it does
+        nothing. Call it on the worker's event loop (from another thread:
+        ``loop.call_soon_threadsafe``)."""
+        if self._stopping.is_set():
+            return
+        self._recycle_reason = reason
+        logger.info(
+            "worker %s recycling: %s; it claims no more and lets %d held runs finish",
+            self.id,
+            reason,
+            len(self._active.handler_tasks()),
+        )
+        self._stopping.set()
+
+    @property
+    def recycle_reason(self) -> str | None:
+        """Why the worker was recycled (``request_recycle``), else None."""
+        return self._recycle_reason
 
     async def run(self) -> None:
         """Work until stopped; then shut down gracefully."""
@@ -162,6 +194,7 @@ class Worker:
             ",".join(self.options.queues),
             store,
         )
+        self.started.set()
         try:
             await asyncio.wait([stop_wait, *side_tasks], return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -192,10 +225,9 @@ class Worker:
 
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
         while not self._stopping.is_set():
-            concurrency = self.options.concurrency
             seen = self._active.changes
             alone = len(self._active) == 0
-            free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
+            free = self._claimable()
             if free <= 0 or (self._make_room_for_isolated and not alone):
                 # A nudge (a retry or resume became due) cannot be acted on until a
                 # slot frees: waiting for the nudge too would turn this loop busily.
@@ -223,6 +255,7 @@ class Worker:
             self._make_room_for_isolated = self._should_make_room(result, alone, now)
             for claimed in result.runs:
                 self._start(claimed, backend, finisher, sent_at)
+            self._count_started(len(result.runs))
             if len(result.runs) < free and not self._make_room_for_isolated:
                 wait = backend.wait_for_work(
                     self.options.queues,
@@ -230,6 +263,22 @@ class Worker:
                     workflows=self._served,
                 )
                 await self._until_stopping(wait)
+
+    def _claimable(self) -> int:
+        """How many runs the next claim may take: free slots, a share of them at a time,
+        and no more than ``max_runs`` leaves."""
+        concurrency = self.options.concurrency
+        free = min(self._active.free_slots(concurrency), max(1, concurrency // CLAIM_SHARE))
+        if self.options.max_runs is None:
+            return free
+        return min(free, self.options.max_runs - self._runs_started)
+
+    def _count_started(self, runs: int) -> None:
+        """Count runs started; recycle the worker once ``max_runs`` have started."""
+        self._runs_started += runs
+        limit = self.options.max_runs
+        if runs and limit is not None and self._runs_started >= limit:
+            self.request_recycle(f"it started {self._runs_started} runs (max_runs={limit})")
 
     def _should_make_room(self, result: ClaimResult, alone: bool, now: float) -> bool:
         """Whether to stop claiming until this worker holds nothing, so it can take a
