@@ -274,9 +274,11 @@ class Workpool(Client):
         max_lease_losses: int = 3,
         housekeeping_every: timedelta | float = timedelta(minutes=1),
         max_runs: int | None = None,
+        recycle_on_abandoned_thread: bool = False,
     ) -> Worker:
         """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``.
-        Durations are timedeltas or seconds; ``max_runs``: see ``WorkerOptions``."""
+        Durations are timedeltas or seconds; ``max_runs`` and
+        ``recycle_on_abandoned_thread``: see ``WorkerOptions``."""
         options = WorkerOptions(
             queues=tuple(queues),
             concurrency=concurrency,
@@ -288,5 +290,6 @@ class Workpool(Client):
                 housekeeping_every, what="housekeeping_every", positive=True
             ),
             max_runs=max_runs,
+            recycle_on_abandoned_thread=recycle_on_abandoned_thread,
         )
         return Worker(self, options)

@@ -58,6 +58,14 @@ def sleepy(ctx: RunContext, seconds: float) -> float:
     return seconds
 
 
+@pool.workflow(timeout=0.3)
+def overdue(ctx: RunContext, seconds: float) -> float:
+    """A sync handler that outlives its time limit (its thread cannot be stopped)."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    time.sleep(seconds)
+    return seconds
+
+
 @pool.workflow()
 async def poison(ctx: RunContext, value: int) -> None:
     """Kills the worker process that runs it, every time."""

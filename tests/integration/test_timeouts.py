@@ -225,3 +225,23 @@ async def test_timeouts_and_abandoned_threads_show_in_metrics_and_call_on_failur
         )
         release.set()
         await wait_until(lambda: registry.get_sample_value("workpool_abandoned_threads") == 0)
+
+
+async def test_a_worker_told_to_recycles_once_it_abandons_a_thread(pool: Workpool) -> None:
+    release = threading.Event()
+
+    @pool.workflow(timeout=0.2)
+    def stuck(ctx: RunContext, value: int) -> int:
+        release.wait(20)
+        return value
+
+    handle = await stuck.run(1)
+    worker = pool.worker(renew_every=0.1, shutdown_grace=1, recycle_on_abandoned_thread=True)
+    try:
+        await asyncio.wait_for(worker.run(), timeout=20)  # returns by itself
+    finally:
+        release.set()
+    assert worker.recycle_reason == (f"run {handle.id}: a sync handler's thread was abandoned")
+    run = await pool.get_run(handle.id)  # its outcome was written before it returned
+    assert run.error is not None
+    assert (run.status, run.error.type) == ("failed", "RunTimeoutError")

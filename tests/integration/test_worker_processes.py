@@ -21,7 +21,7 @@ import pytest
 from tests.integration import process_app
 from tests.integration.processes import Workers, alive, children_of
 from tests.polling import wait_until
-from workpool import RunHandle, Workpool
+from workpool import RunFailedError, RunHandle, Workpool
 from workpool.worker.supervisor import RestartPolicy, Supervisor
 
 QUICK = ("--lease-seconds", "1", "--renew-seconds", "0.2", "--shutdown-grace", "10")
@@ -171,6 +171,25 @@ async def test_a_process_recycled_while_a_sync_handler_runs_on_is_replaced_at_on
     await wait_until(lambda: "(pid " in log.read_text() and "was recycled" in log.read_text())
     await workers.wait_for_line("start", handle.id, count=2)  # taken by the new process
     await handle.cancel()
+    await pool.aclose()
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+async def test_a_process_that_abandoned_a_timed_out_thread_is_replaced(
+    workers: Workers, backend_url: str, tmp_path: Path
+) -> None:
+    pool = Workpool(backend_url)
+    log = tmp_path / "supervisor.log"
+    supervisor = workers.start("--max-runs-per-process", "100", "--log-level", "INFO", stderr=log)
+    (first,) = await serving(pool, supervisor, 1)
+    (handle,) = await pool.enqueue_many([process_app.overdue.prepare(30)])
+    with pytest.raises(RunFailedError, match="RunTimeoutError"):
+        await handle.result(timeout=30)
+    await wait_until(lambda: "a sync handler's thread was abandoned" in log.read_text())
+    await wait_until(lambda: not alive(first))  # the thread died with its process
+    await wait_until(lambda: serving(pool, supervisor, 1))  # and another one serves
+    (after,) = await pool.enqueue_many([process_app.chore.prepare(1)])
+    assert await after.result(timeout=30) == 1
     await pool.aclose()
 
 

@@ -137,6 +137,7 @@ def worker(
             renew_every=timedelta(seconds=renew_seconds),
             shutdown_grace=timedelta(seconds=shutdown_grace),
             max_runs=max_runs_per_process,
+            recycle_on_abandoned_thread=link is not None,  # the supervisor starts another
         )
         if metrics_port is not None:
             from workpool.worker.metrics import WorkerMetrics

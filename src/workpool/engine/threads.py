@@ -58,10 +58,16 @@ class _Thread:
 
 class HandlerThreads(Executor):
     """An executor with a thread per running call: idle threads are reused, and a new
-    one is started when none is idle. ``abandon`` marks a call nobody waits for."""
+    one is started when none is idle. ``abandon`` marks a call nobody waits for (and
+    calls ``on_abandon`` with its description, on the caller's thread)."""
 
-    def __init__(self, thread_name_prefix: str = "workpool-handler") -> None:
+    def __init__(
+        self,
+        thread_name_prefix: str = "workpool-handler",
+        on_abandon: Callable[[str], None] | None = None,
+    ) -> None:
         self._prefix = thread_name_prefix
+        self._on_abandon = on_abandon
         self._lock = threading.Lock()
         self._idle: list[_Thread] = []
         self._started = 0
@@ -104,6 +110,8 @@ class HandlerThreads(Executor):
             count,
         )
         future.add_done_callback(lambda done: self._returned(done, what))
+        if self._on_abandon is not None:
+            self._on_abandon(what)
 
     def _returned(self, future: Future[Any], what: str) -> None:
         with self._lock:

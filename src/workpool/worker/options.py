@@ -34,6 +34,11 @@ class WorkerOptions:
     """Recycle the worker once it has started this many executions (a resumed run
     counts again): it claims no more, lets the runs it holds finish, and ``run()``
     returns (see ``Worker.request_recycle``). None (the default): no limit."""
+    recycle_on_abandoned_thread: bool = False
+    """Recycle the worker (``Worker.request_recycle``) once a sync handler's thread had
+    to be abandoned (its time limit passed, its run was canceled or lost its lease):
+    the process ends, and the thread with it, after handing its runs back. For a
+    process something restarts: ``workpool worker --processes`` sets it."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:

@@ -79,7 +79,7 @@ class Worker:
         self._active = ActiveRuns()
         self._stopping = asyncio.Event()
         self._nudged = asyncio.Event()
-        self._threads = HandlerThreads("workpool-handler")
+        self._threads = HandlerThreads("workpool-handler", on_abandon=self._thread_abandoned)
         self._env = Execution(
             threads=self._threads,
             now=settings.clock.now,
@@ -105,6 +105,10 @@ class Worker:
         """Set once ``run()`` serves: registry written, first heartbeat sent, metrics up."""
         self._runs_started = 0
         self._recycle_reason: str | None = None
+
+    def _thread_abandoned(self, what: str) -> None:
+        if self.options.recycle_on_abandoned_thread:
+            self.request_recycle(f"{what}: a sync handler's thread was abandoned")
 
     @property
     def abandoned_threads(self) -> int:
