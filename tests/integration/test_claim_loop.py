@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from typing import Any
 
 from tests.integration.conftest import fast_worker
 from workpool import RetryPolicy, RunContext, Workpool
+from workpool.backends.base import ClaimResult
 
 LATER = RetryPolicy(max_attempts=2, initial_backoff=timedelta(seconds=60))
 
@@ -37,3 +39,39 @@ async def test_a_full_worker_told_of_a_retry_does_not_spin(pool: Workpool) -> No
         await holder.result(timeout=10)
     # Idle, the process needs a few ms of CPU in 0.5 s; a spinning claim loop, all of it.
     assert cpu_used[0] < 0.2, f"the worker used {cpu_used[0]:.2f} s of CPU while waiting"
+
+
+async def test_a_stop_during_a_claim_starts_or_hands_back_what_the_claim_took(
+    pool: Workpool,
+) -> None:
+    """A claim is one atomic backend operation: once sent, it commits even if the worker
+    stops waiting for its reply. The worker must take its runs, not leave them running
+    under a lease nobody renews."""
+
+    @pool.workflow(max_concurrency=None)
+    async def chore(ctx: RunContext, value: int) -> int:
+        await asyncio.sleep(0.05)
+        return value
+
+    backend = await pool.backend()  # the backend the worker will use on this loop
+    real_claim = backend.claim
+    committed, deliver = asyncio.Event(), asyncio.Event()
+
+    async def slow_reply(*args: Any, **kwargs: Any) -> ClaimResult:
+        result = await real_claim(*args, **kwargs)  # done in the store
+        if result.runs:
+            committed.set()
+            await deliver.wait()  # its reply still on its way
+        return result
+
+    backend.claim = slow_reply  # type: ignore[method-assign]
+    worker = fast_worker(pool)
+    async with worker:
+        handles = await pool.enqueue_many([chore.prepare(n) for n in range(3)])
+        await asyncio.wait_for(committed.wait(), timeout=10)
+        worker.stop()
+        await asyncio.sleep(0.1)
+        deliver.set()
+    runs = [await pool.get_run(handle.id) for handle in handles]
+    assert {run.status for run in runs} <= {"succeeded", "queued"}, runs
+    assert all(run.executions <= 1 for run in runs)

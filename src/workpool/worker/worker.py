@@ -438,7 +438,12 @@ class Worker:
     async def _shutdown(
         self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]
     ) -> None:
-        side_tasks[0].cancel()
+        claimer = side_tasks[0]
+        # A claim already sent commits in the store whether or not its reply is read:
+        # let it return (the claimer stops at its next wait), so the runs it took are
+        # started and then finished or handed back, not left to their leases.
+        await asyncio.wait([claimer], timeout=self.options.lease.total_seconds())
+        claimer.cancel()
         handler_tasks = self._active.handler_tasks()
         if handler_tasks:
             logger.info(
