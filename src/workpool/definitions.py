@@ -18,7 +18,7 @@ from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 from workpool.sync import Portal, refuse_in_event_loop
-from workpool.validation import check_name, duration_seconds, timestamp_of
+from workpool.validation import check_name, check_priority, duration_seconds, timestamp_of
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
@@ -46,8 +46,11 @@ class RunOptions:
     retry: bool | RetryPolicy | None = None
     on_complete: Workflow[Any, Any] | str | None = None
     context: Any = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
+        if self.priority is not None:
+            check_priority(self.priority)
         if self.run_at is not None and self.run_after is not None:
             raise ConfigurationError("give run_at or run_after, not both")
         if self.run_at is not None:
@@ -134,7 +137,9 @@ class Workflow(Generic[InputT, OutputT]):
         concurrency_key: ConcurrencyKey | None = None,
         cron: Sequence[Cron] = (),
         rate_limit: RateLimit | None = None,
+        priority: int = 0,
     ) -> None:
+        check_priority(priority, what=f"workflow {name!r}: priority")
         if max_concurrency is not None and (
             type(max_concurrency) is not int or max_concurrency < 1
         ):
@@ -159,6 +164,8 @@ class Workflow(Generic[InputT, OutputT]):
         self.concurrency_key = concurrency_key
         self.cron = tuple(cron)
         self.rate_limit = rate_limit
+        self.priority = priority
+        """The priority of its runs that do not give one (children and hooks included)."""
         self.is_async = inspect.iscoroutinefunction(handler)
         self.input_adapter, self.output_adapter = _adapters_for(handler, name)
         for trigger in self.cron:
@@ -224,6 +231,7 @@ class Workflow(Generic[InputT, OutputT]):
         retry: bool | RetryPolicy | None = None,
         on_complete: Workflow[Any, Any] | str | None = None,
         context: Any = None,
+        priority: int | None = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -241,6 +249,8 @@ class Workflow(Generic[InputT, OutputT]):
                 input ``OnComplete``.
             context: a JSON value passed through to ``on_complete`` (as it is: a
                 value JSON would change is a PayloadError); needs ``on_complete``.
+            priority: a whole number from -100 to 100, higher first within a queue;
+                None uses the workflow's ``priority`` (default 0).
         """
         prepared = self.prepare(
             input,
@@ -252,6 +262,7 @@ class Workflow(Generic[InputT, OutputT]):
             retry=retry,
             on_complete=on_complete,
             context=context,
+            priority=priority,
         )
         handles = await self.client.enqueue_many([prepared])
         return handles[0]

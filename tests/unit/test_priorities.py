@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from workpool import ConfigurationError, RunContext, RunOptions, Workpool
+from workpool import ConfigurationError, RunContext, Workpool
 from workpool.builder import STRICT_STEP, build_new_run, prepare_run, rank_offset
+from workpool.definitions import RunOptions
 from workpool.validation import MAX_PRIORITY, MIN_PRIORITY
 
 BAD_PRIORITIES: list[Any] = [101, -101, 10**20, True, False, 1.0, "5", None]
