@@ -58,7 +58,9 @@ async def test_one_claim_of_many_runs_takes_them_in_priority_order(
 ) -> None:
     now = clock.now()
     ids = {
-        priority: await enqueue_new(backend, now, priority=priority, available_at=now - priority)
+        priority: await enqueue_new(
+            backend, now, priority=priority, available_at=now - abs(priority)
+        )
         for priority in (0, -100, 7, 1, -1)
     }
     assert await claimed_ids(backend, now, limit=3) == [ids[7], ids[1], ids[0]]
@@ -179,7 +181,9 @@ async def test_max_parallelism_starts_the_highest_priorities_first(
     now = clock.now()
     await backend.set_queue("default", max_parallelism=2)
     ids = {
-        priority: await enqueue_new(backend, now, priority=priority, available_at=now - priority)
+        priority: await enqueue_new(
+            backend, now, priority=priority, available_at=now - abs(priority)
+        )
         for priority in (0, 4, 1, 9, 2)
     }
 

@@ -104,6 +104,8 @@ class Ending(Admission):
                 gate=gate,
                 gate_limit=hook.max_concurrency,
                 rate_limits=None,
+                priority=hook.priority,
+                rank_offset=hook.rank_offset,
             )
             if inserted.rowcount:
                 self.woken.add(hook.queue)
