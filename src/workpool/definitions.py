@@ -66,16 +66,20 @@ class RunOptions:
             raise ConfigurationError(
                 f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
             )
-        if self.context is not None and self.on_complete is None:
-            raise ConfigurationError(
-                "context is passed to on_complete; give on_complete=... or drop context"
-            )
-        if isinstance(self.on_complete, str):
-            check_name(self.on_complete, what="on_complete workflow name")
-        elif self.on_complete is not None and not isinstance(self.on_complete, Workflow):
-            raise ConfigurationError(
-                f"on_complete must be a workflow or its name, got {self.on_complete!r}"
-            )
+        _check_completion(self.on_complete, self.context)
+
+
+def _check_completion(on_complete: object, context: object) -> None:
+    """Refuse an ``on_complete`` that is neither a workflow nor its name, or a
+    ``context`` without one."""
+    if context is not None and on_complete is None:
+        raise ConfigurationError(
+            "context is passed to on_complete; give on_complete=... or drop context"
+        )
+    if isinstance(on_complete, str):
+        check_name(on_complete, what="on_complete workflow name")
+    elif on_complete is not None and not isinstance(on_complete, Workflow):
+        raise ConfigurationError(f"on_complete must be a workflow or its name, got {on_complete!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,8 +201,8 @@ class Backend(Protocol):
         ``workflows``: the workflows the worker defines; only their runs are claimed
         (None: every workflow's). A run of a workflow no claiming worker defines waits
         queued, untouched: no attempt is used and nobody re-reads it. Finding the
-        first claimable runs (smallest rank: see "Claim order") costs O(len(workflows) + limit) index reads per queue,
-        whatever the depth of the queue.
+        first claimable runs (smallest rank: see "Claim order") costs O(len(workflows) +
+        limit) index reads per queue, whatever the depth of the queue.
 
         1. Promote: scheduled runs of these queues with ``available_at <= now``, and
            suspended runs whose ``wake_at <= now``, become ``queued`` (at most a

@@ -8,9 +8,8 @@ raises ValueError naming the run and field, and the operation writes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import math
+from collections.abc import Sequence
 
 from workpool.backends.base import Finish, NewRun, StepRecord
 from workpool.backends.values import MAX_RANK_OFFSET

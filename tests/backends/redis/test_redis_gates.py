@@ -43,12 +43,14 @@ def test_runs_travel_as_run_fields_values_each() -> None:
     limited = replace(gated, rate_limits=(RateLimitSpec("l", 2, 10),))
     for run in (a_run("plain"), gated, ticking, limited):
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
-    # max_concurrency, concurrency key, skip_if_busy, then the rate limits
-    assert codec.encode_runs([gated], NOW)[-4:] == ["2", ":k", "", ""]
-    assert codec.encode_runs([ticking], NOW)[-4:] == ["2", ":k", "1", ""]
-    assert codec.encode_runs([replace(gated, concurrency_key="")], NOW)[-4:-2] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-4:] == ["", "", "", ""]
-    assert codec.encode_runs([limited], NOW)[-1] == '[["l",2,10.0]]'
+    # max_concurrency, concurrency key, skip_if_busy, the rate limits, then the rank
+    assert codec.encode_runs([gated], NOW)[-6:-2] == ["2", ":k", "", ""]
+    assert codec.encode_runs([ticking], NOW)[-6:-2] == ["2", ":k", "1", ""]
+    assert codec.encode_runs([replace(gated, concurrency_key="")], NOW)[-6:-4] == ["2", ":"]
+    assert codec.encode_runs([a_run("plain")], NOW)[-6:] == [""] * 6
+    assert codec.encode_runs([limited], NOW)[-3] == '[["l",2,10.0]]'
+    urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)
+    assert codec.encode_runs([urgent], NOW)[-2:] == ["-3", repr(-3 * 2.0**33)]
 
 
 async def test_an_idle_gate_leaves_nothing_behind(

@@ -232,12 +232,7 @@ def test_claims_and_gates_read_runs_in_rank_order_from_their_index() -> None:
     taking the first runs by rank is a seek that reads them in order (no sort), and the
     rank is never a column to keep in step with available_at."""
     connection = _migrated(sqlite3.connect(":memory:"))
-    indexes = {
-        name: sql
-        for name, sql in connection.execute(
-            "SELECT name, sql FROM sqlite_schema WHERE type = 'index'"
-        )
-    }
+    indexes = dict(connection.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'index'"))
     assert "available_at - rank_offset)" in indexes["runs_claimable"]
     assert "available_at - rank_offset)" in indexes["runs_waiting_by_gate"]
     for name, index in (
