@@ -70,14 +70,18 @@ async def test_a_worker_starts_runs_by_priority_under_gates_and_rate_limits(
         started.append(("limited", n))
 
     chooser = random.Random(14)
-    priority_of = {n: chooser.randint(-100, 100) for n in range(60)}
+    priority_of = {n: chooser.randint(-100, 99) for n in range(60)}
+    priority_of[-1] = 100  # a gate admits its first run at once: the others then wait
     workflows = (plain, gated, limited)
     await pool.enqueue_many(
-        [workflows[n % 3].prepare(n, priority=priority_of[n]) for n in range(60)]
+        [
+            gated.prepare(-1, priority=100),
+            *[workflows[n % 3].prepare(n, priority=priority_of[n]) for n in range(60)],
+        ]
     )
 
     async with fast_worker(pool, concurrency=1):
-        await wait_until(lambda: len(started) == 60)
+        await wait_until(lambda: len(started) == 61)
 
     priorities = [priority_of[n] for _, n in started]
     assert priorities == sorted(priorities, reverse=True)
