@@ -55,9 +55,9 @@ local function lowest(heads)
 end
 
 -- Take up to most runs not to isolate from the queue, smallest rank first across the
--- served workflows (heads: as heads_of gives them; the available_at of the earliest
--- first run to isolate seen is noted in claim.isolated_since). Returns how many it took and the served workflows with
--- runs not to isolate left (workflow -> score).
+-- served workflows (heads: as heads_of gives them; the earliest available_at of the
+-- first runs to isolate seen goes in claim.isolated_since). Returns how many it took
+-- and the served workflows with runs not to isolate left (workflow -> score).
 local function take(claim, queue, heads, most, reply)
   local normal = {}
   for workflow, score in pairs(heads) do
