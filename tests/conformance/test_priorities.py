@@ -29,6 +29,7 @@ from tests.conformance.helpers import (
 from workpool.backends.base import Backend, Finish, NewRun, RateLimitSpec, StepRecord
 from workpool.builder import STRICT_STEP, rank_offset
 from workpool.clock import ManualClock
+from workpool.validation import EARLIEST_TIME, LATEST_TIME
 
 
 async def one_by_one(backend: Backend, now: float, count: int, **options: Any) -> list[str]:
@@ -72,6 +73,17 @@ async def test_runs_one_millisecond_apart_keep_their_order_at_every_priority(
 ) -> None:
     """The largest rank offsets still order runs 1 ms apart (float precision)."""
     now = clock.now()
+    for priority in (100, -100):
+        first = await enqueue_new(backend, now, priority=priority, available_at=now - 0.002)
+        second = await enqueue_new(backend, now, priority=priority, available_at=now - 0.001)
+        assert await one_by_one(backend, now, 2) == [first, second]
+
+
+@pytest.mark.parametrize("now", [EARLIEST_TIME + 10, LATEST_TIME - 10])
+async def test_runs_one_millisecond_apart_keep_their_order_at_the_ends_of_time(
+    backend: Backend, now: float
+) -> None:
+    """The largest ranks in magnitude: the first and last storable times, priority ±100."""
     for priority in (100, -100):
         first = await enqueue_new(backend, now, priority=priority, available_at=now - 0.002)
         second = await enqueue_new(backend, now, priority=priority, available_at=now - 0.001)
