@@ -4,6 +4,10 @@ The backlog is runs of ``noop`` scheduled a year ahead in the default queue, the
 the worker serves: they sit in the same indexes a claim reads (SQLite's partial index of
 scheduled runs; Redis's scheduled sorted set), and every claim looks at the earliest one,
 so this stresses exactly the structures a busy queue would. History is finished runs.
+
+The configuration "mixed priorities" measures the cost of priorities on the same deep
+store: the 2,000 runs carry priorities spread over -100..100 (the claimable set is then
+ordered unlike enqueue order), where the others carry none.
 """
 
 from __future__ import annotations
@@ -34,7 +38,10 @@ SAMPLES = 3
 1 in quick mode."""
 CONCURRENCY = 100
 FAR = timedelta(days=365)
-CONFIGS = ("shallow", "deep backlog", "long history")
+CONFIGS = ("shallow", "deep backlog", "mixed priorities", "long history")
+PRIORITY_STRIDE = 37
+"""Run n of a measurement gets priority (n * 37) % 201 - 100: every value of -100..100,
+in an order unlike n's (37 and 201 are coprime)."""
 RATIO_BAR = Bar("<=", 1.25)
 
 
@@ -52,19 +59,31 @@ async def park(app: BenchApp, count: int) -> None:
         await app.pool.enqueue_many([app.noop.prepare(n, run_after=FAR) for n in range(size)])
 
 
-async def measure(env: Env, target: Target, app: BenchApp) -> tuple[float, float]:
+async def measure(
+    env: Env, target: Target, app: BenchApp, *, priorities: bool = False
+) -> tuple[float, float]:
     """Median of 3 ``measure_once`` (1 if quick): a 2,000-run drain lasts a fraction of
     a second, so one alone is at the mercy of the scheduler."""
-    samples = [await measure_once(env, target, app) for _ in range(1 if env.quick else SAMPLES)]
+    samples = [
+        await measure_once(env, target, app, priorities) for _ in range(1 if env.quick else SAMPLES)
+    ]
     return (
         statistics.median(enqueue for enqueue, _ in samples),
         statistics.median(rate for _, rate in samples),
     )
 
 
-async def measure_once(env: Env, target: Target, app: BenchApp) -> tuple[float, float]:
-    """(µs per run to enqueue 2,000 runs in batches of 500, claim+finish runs/s)."""
-    prepared = [app.noop.prepare(number) for number in range(MEASURED)]
+async def measure_once(
+    env: Env, target: Target, app: BenchApp, priorities: bool
+) -> tuple[float, float]:
+    """(µs per run to enqueue 2,000 runs in batches of 500, claim+finish runs/s); with
+    ``priorities``, run n has priority (n * PRIORITY_STRIDE) % 201 - 100."""
+    prepared = [
+        app.noop.prepare(n, priority=(n * PRIORITY_STRIDE) % 201 - 100)
+        if priorities
+        else app.noop.prepare(n)
+        for n in range(MEASURED)
+    ]
     start = time.perf_counter()
     ids = await enqueue_batched(app, prepared)
     enqueue_us = 1e6 * (time.perf_counter() - start) / MEASURED
@@ -89,6 +108,8 @@ async def run(env: Env) -> Measured:
         await park(app, deep - SHALLOW)
         park_seconds = time.monotonic() - started
         enqueue["deep backlog"], drain["deep backlog"] = await measure(env, target, app)
+        mixed = await measure(env, target, app, priorities=True)
+        enqueue["mixed priorities"], drain["mixed priorities"] = mixed
         started = time.monotonic()
         canceled = await app.pool.cancel_all(reason="history")
         cancel_seconds = time.monotonic() - started
@@ -104,6 +125,12 @@ async def run(env: Env) -> Measured:
         values[f"enqueue {config}/shallow"] = enqueue[config] / enqueue["shallow"]
         # Time per run is 1/rate, so the ratio of times is shallow rate / deep rate.
         values[f"claim+finish {config}/shallow"] = drain["shallow"] / drain[config]
+    values["enqueue mixed priorities/deep backlog"] = (
+        enqueue["mixed priorities"] / enqueue["deep backlog"]
+    )
+    values["claim+finish mixed priorities/deep backlog"] = (
+        drain["deep backlog"] / drain["mixed priorities"]
+    )
     details = {"deep": deep, "park_seconds": park_seconds, "cancel_all_seconds": cancel_seconds}
     return Measured(values, details)
 
@@ -114,6 +141,10 @@ def _metrics() -> tuple[MetricSpec, ...]:
     bars = {"sqlite": RATIO_BAR, "redis": RATIO_BAR}
     for cost in ("enqueue", "claim+finish"):
         specs += [MetricSpec(f"{cost} {config}/shallow", "ratio", bars) for config in CONFIGS[1:]]
+    specs += [
+        MetricSpec(f"{cost} mixed priorities/deep backlog", "ratio", bars)
+        for cost in ("enqueue", "claim+finish")
+    ]
     return tuple(specs)
 
 

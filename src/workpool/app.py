@@ -25,7 +25,7 @@ from workpool.options import RateLimit, RetryPolicy
 from workpool.registry import Registry
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES
 from workpool.settings import DEFAULT_RETENTION, Settings
-from workpool.validation import as_timedelta, check_name
+from workpool.validation import as_timedelta, check_name, check_priority
 from workpool.worker import Worker, WorkerOptions
 
 __all__ = ["DEFAULT_RETENTION", "MAX_PAGE", "Workpool"]
@@ -169,6 +169,7 @@ class Workpool(Client):
         cron: Sequence[Cron] = (),
         rate_limit: RateLimit | None = None,
         timeout: timedelta | float | None = None,
+        priority: int = 0,
     ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
@@ -192,10 +193,14 @@ class Workpool(Client):
             timeout: the longest one attempt may execute (timedelta or seconds; None:
                 no limit); over it the attempt fails with ``RunTimeoutError`` and the
                 retry policy decides. A run's own ``timeout=`` wins.
+            priority: the priority of its runs that give none (their children, hooks
+                and cron ticks included): a whole number from -100 to 100, higher first
+                within a queue (see ``queue(priority_aging=...)``); default 0.
         """
         if name is not None:
             check_name(name, what="workflow name")
         check_name(queue, what="queue name")
+        check_priority(priority, what="priority")
 
         def register(handler: Handler[Any, Any]) -> Workflow[Any, Any]:
             workflow_name = name
@@ -215,6 +220,7 @@ class Workpool(Client):
                 cron=cron,
                 rate_limit=rate_limit,
                 timeout=timeout,
+                priority=priority,
             )
             self.registry.add(definition)
             return definition
@@ -227,16 +233,26 @@ class Workpool(Client):
         *,
         max_parallelism: int | None = None,
         rate_limit: RateLimit | None = None,
+        priority_aging: timedelta | float | None = None,
     ) -> None:
         """Declare a queue's default ``max_parallelism`` (runs of it running at once,
-        across every worker; 0 starts none) and its ``rate_limit`` (runs started per
-        period, applied to runs this pool enqueues to the queue).
+        across every worker; 0 starts none), its ``rate_limit`` (runs started per
+        period, applied to runs this pool enqueues to the queue) and its
+        ``priority_aging``.
 
-        A worker serving the queue stores it when it starts, unless the queue already
-        has settings: a change made with ``set_max_parallelism``, ``pause`` or the
-        ``workpool queues`` command is kept.
+        A worker serving the queue stores ``max_parallelism`` when it starts, unless the
+        queue already has settings: a change made with ``set_max_parallelism``,
+        ``pause`` or the ``workpool queues`` command is kept.
+
+        ``priority_aging`` (a timedelta or seconds, at most 2**33 s): how much waiting
+        one priority level is worth in this queue. Its runs are then claimed by
+        ``available_at - priority * priority_aging``, so a run that has waited longer
+        than ``priority_aging`` times the difference goes before a newer run of higher
+        priority. None (the default): strict, priority first, then the oldest. Like
+        ``rate_limit``, it applies to the runs this pool enqueues (the value is fixed
+        into each run when it is enqueued).
         """
-        self.registry.declare_queue(name, max_parallelism, rate_limit)
+        self.registry.declare_queue(name, max_parallelism, rate_limit, priority_aging)
 
     @property
     def queue_rate_limits(self) -> Mapping[str, RateLimit]:

@@ -17,12 +17,22 @@ from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, to_json
 from workpool.settings import Settings
 from workpool.validation import (
+    STRICT_STEP,
     check_name,
     check_time,
     duration_seconds,
     timeout_seconds,
     timestamp_of,
 )
+
+__all__ = ["STRICT_STEP", "build_new_run", "new_run_id", "prepare_run", "rank_offset"]
+
+
+def rank_offset(priority: int, aging: float | None) -> float:
+    """The seconds a run's rank is ahead of its ``available_at`` (backends claim by
+    ``available_at - offset``): ``priority * aging`` in a queue with ``priority_aging``,
+    else ``priority * STRICT_STEP``, so priority decides first and age breaks ties."""
+    return float(priority) * (STRICT_STEP if aging is None else aging)
 
 
 def new_run_id(now: float) -> str:
@@ -67,6 +77,9 @@ def build_new_run(
     ttl = duration_seconds(options.idempotency_ttl, what="idempotency_ttl", positive=True)
     if options.idempotency_key is not None:
         check_time(now + ttl, what="idempotency_ttl (the time the key expires)")
+    priority = options.priority
+    if priority is None:
+        priority = definition.priority if definition is not None else 0
     return NewRun(
         id=new_run_id(now),
         workflow=check_name(prepared.workflow, what="workflow name"),
@@ -83,6 +96,8 @@ def build_new_run(
         timeout=None
         if options.timeout is None
         else timeout_seconds(options.timeout, what="timeout"),
+        priority=priority,
+        rank_offset=rank_offset(priority, registry.queue_priority_aging.get(queue)),
     )
 
 
@@ -140,11 +155,15 @@ def _hook(
     target_def = target if isinstance(target, Workflow) else registry.workflows.get(target)
     name = target if isinstance(target, str) else target.name
     retry = settings.resolve_retry(None, target_def.retries if target_def else None)
+    queue = target_def.queue if target_def is not None else "default"
+    priority = target_def.priority if target_def is not None else 0
     return CompletionHook(
         workflow=check_name(name, what="on_complete workflow name"),
-        queue=target_def.queue if target_def is not None else "default",
+        queue=queue,
         context=context,
         retry=json.dumps(retry.to_json()) if retry is not None else None,
         on_failure_only=on_failure_only,
         max_concurrency=target_def.max_concurrency if target_def is not None else None,
+        priority=priority,
+        rank_offset=rank_offset(priority, registry.queue_priority_aging.get(queue)),
     )

@@ -47,6 +47,7 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         retried_as=record.retried_as,
         executions=record.executions,
         run_time=timedelta(seconds=record.run_time),
+        priority=record.priority,
         waiting=_waiting(record),
         timeout=None if record.timeout is None else timedelta(seconds=record.timeout),
         progress=_decode(record, "progress", record.progress),

@@ -18,7 +18,13 @@ from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 from workpool.sync import Portal, refuse_in_event_loop
-from workpool.validation import check_name, duration_seconds, timeout_seconds, timestamp_of
+from workpool.validation import (
+    check_name,
+    check_priority,
+    duration_seconds,
+    timeout_seconds,
+    timestamp_of,
+)
 
 InputT = TypeVar("InputT")
 OutputT = TypeVar("OutputT")
@@ -47,8 +53,11 @@ class RunOptions:
     on_complete: Workflow[Any, Any] | str | None = None
     context: Any = None
     timeout: timedelta | float | None = None
+    priority: int | None = None
 
     def __post_init__(self) -> None:
+        if self.priority is not None:
+            check_priority(self.priority)
         if self.run_at is not None and self.run_after is not None:
             raise ConfigurationError("give run_at or run_after, not both")
         if self.run_at is not None:
@@ -69,16 +78,20 @@ class RunOptions:
             raise ConfigurationError(
                 f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
             )
-        if self.context is not None and self.on_complete is None:
-            raise ConfigurationError(
-                "context is passed to on_complete; give on_complete=... or drop context"
-            )
-        if isinstance(self.on_complete, str):
-            check_name(self.on_complete, what="on_complete workflow name")
-        elif self.on_complete is not None and not isinstance(self.on_complete, Workflow):
-            raise ConfigurationError(
-                f"on_complete must be a workflow or its name, got {self.on_complete!r}"
-            )
+        _check_completion(self.on_complete, self.context)
+
+
+def _check_completion(on_complete: object, context: object) -> None:
+    """Refuse an ``on_complete`` that is neither a workflow nor its name, or a
+    ``context`` without one."""
+    if context is not None and on_complete is None:
+        raise ConfigurationError(
+            "context is passed to on_complete; give on_complete=... or drop context"
+        )
+    if isinstance(on_complete, str):
+        check_name(on_complete, what="on_complete workflow name")
+    elif on_complete is not None and not isinstance(on_complete, Workflow):
+        raise ConfigurationError(f"on_complete must be a workflow or its name, got {on_complete!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +154,9 @@ class Workflow(Generic[InputT, OutputT]):
         cron: Sequence[Cron] = (),
         rate_limit: RateLimit | None = None,
         timeout: timedelta | float | None = None,
+        priority: int = 0,
     ) -> None:
+        check_priority(priority, what=f"workflow {name!r}: priority")
         if max_concurrency is not None and (
             type(max_concurrency) is not int or max_concurrency < 1
         ):
@@ -172,6 +187,8 @@ class Workflow(Generic[InputT, OutputT]):
             else timeout_seconds(timeout, what=f"workflow {name!r}: timeout")
         )
         """Seconds one attempt of a run may execute (None: no limit); a run's own wins."""
+        self.priority = priority
+        """The priority of its runs that do not give one (children and hooks included)."""
         self.is_async = inspect.iscoroutinefunction(handler)
         self.input_adapter, self.output_adapter = _adapters_for(handler, name)
         for trigger in self.cron:
@@ -238,6 +255,7 @@ class Workflow(Generic[InputT, OutputT]):
         on_complete: Workflow[Any, Any] | str | None = None,
         context: Any = None,
         timeout: timedelta | float | None = None,
+        priority: int | None = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -257,6 +275,8 @@ class Workflow(Generic[InputT, OutputT]):
                 value JSON would change is a PayloadError); needs ``on_complete``.
             timeout: the longest one attempt of this run may execute (timedelta or
                 seconds), instead of the workflow's ``timeout``.
+            priority: a whole number from -100 to 100, higher first within a queue;
+                None uses the workflow's ``priority`` (default 0).
         """
         prepared = self.prepare(
             input,
@@ -269,6 +289,7 @@ class Workflow(Generic[InputT, OutputT]):
             on_complete=on_complete,
             context=context,
             timeout=timeout,
+            priority=priority,
         )
         handles = await self.client.enqueue_many([prepared])
         return handles[0]

@@ -134,6 +134,9 @@ class Run:
     run_time: timedelta = timedelta(0)
     """Time spent executing, every execution added up (``started_at`` to
     ``finished_at`` is the last execution only, waits included)."""
+    priority: int = 0
+    """Its priority, from -100 to 100: within a queue, higher runs are claimed first
+    (see ``Workpool.queue``'s ``priority_aging``)."""
     waiting: str | None = None
     """Why a queued run cannot start yet, when the record tells: e.g. "waiting: workflow
     'invoice' is at max_concurrency 1". ``Workpool.waiting_reason`` also knows about

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
@@ -18,7 +19,7 @@ from workpool.errors import ConfigurationError, UnknownWorkflowError
 from workpool.options import RateLimit
 from workpool.serialization import to_json
 from workpool.settings import Settings
-from workpool.validation import check_name
+from workpool.validation import check_name, check_priority_aging
 
 
 class Registry:
@@ -28,6 +29,7 @@ class Registry:
         self._workflows: dict[str, Workflow[Any, Any]] = {}
         self._queue_defaults: dict[str, int | None] = {}
         self._queue_rate_limits: dict[str, RateLimit] = {}
+        self._queue_aging: dict[str, float] = {}
 
     def __len__(self) -> int:
         return len(self._workflows)
@@ -43,11 +45,22 @@ class Registry:
         self._workflows[workflow.name] = workflow
 
     def declare_queue(
-        self, name: str, max_parallelism: int | None, rate_limit: RateLimit | None
+        self,
+        name: str,
+        max_parallelism: int | None,
+        rate_limit: RateLimit | None,
+        priority_aging: timedelta | float | None = None,
     ) -> None:
         """Record a queue's defaults (see ``Workpool.queue``)."""
         queue = check_name(name, what="queue name")
+        aging = None
+        if priority_aging is not None:
+            aging = check_priority_aging(priority_aging, what=f"queue {queue!r}: priority_aging")
         self._queue_defaults[queue] = check_parallelism(max_parallelism)
+        if aging is not None:
+            self._queue_aging[queue] = aging
+        else:
+            self._queue_aging.pop(queue, None)
         if rate_limit is not None:
             if rate_limit.key is not None:
                 raise ConfigurationError(
@@ -70,6 +83,11 @@ class Registry:
     def queue_rate_limits(self) -> Mapping[str, RateLimit]:
         """The declared queues' rate limits, by queue."""
         return MappingProxyType(self._queue_rate_limits)
+
+    @property
+    def queue_priority_aging(self) -> Mapping[str, float]:
+        """The declared queues' ``priority_aging``, in seconds, by queue (absent: strict)."""
+        return MappingProxyType(self._queue_aging)
 
     def get_workflow(self, name: str) -> Workflow[Any, Any]:
         """The workflow of that name, or UnknownWorkflowError."""

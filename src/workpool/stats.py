@@ -18,10 +18,11 @@ class Figures:
 
     ``error_rate`` = (retries + failed) / executions; ``permanent_failure_rate`` =
     failed / completed; both None with nothing to divide by. ``oldest_pending_age``:
-    how long the oldest run a worker could start now has waited since it became
-    available (runs waiting for a concurrency place or a rate limit are in
-    ``pending`` but not here); None when there is none, and always None in the
-    per-workflow breakdown (that order is kept per queue).
+    how long the oldest of the runs workers would start next (each workflow's first, in
+    claim order: with priorities, not a low-priority run kept waiting behind higher
+    ones) has waited since it became available (runs waiting for a concurrency place
+    or a rate limit are in ``pending`` but not here); None when there is none, and
+    always None in the per-workflow breakdown (that order is kept per queue).
     """
 
     pending: int = 0

@@ -28,6 +28,15 @@ LONGEST_SPAN = LATEST_TIME - EARLIEST_TIME
 """Seconds from EARLIEST to LATEST: no delay or lifetime can be longer."""
 LONGEST_WAIT = timedelta(days=36525)
 """A hundred years: the longest retry wait or rate limit period accepted."""
+MIN_PRIORITY = -100
+"""The lowest priority a run may have (runs after every higher one)."""
+MAX_PRIORITY = 100
+"""The highest priority a run may have."""
+STRICT_STEP = 2.0**33
+"""Seconds of waiting one priority level is worth in a queue without aging: 2**33 s,
+about 272 years, more than any wait, so priority decides first. A queue's
+``priority_aging`` may not exceed it; 100 of them (1e12 s less a little) are within the
+backends' ``MAX_RANK_OFFSET``."""
 
 
 def check_name(value: object, *, what: str) -> str:
@@ -139,4 +148,25 @@ def duration_seconds(value: object, *, what: str, positive: bool = False) -> flo
         )
     if positive and seconds <= 0:
         raise ConfigurationError(f"{what} must be positive, got {value!r}")
+    return seconds
+
+
+def check_priority(value: object, *, what: str = "priority") -> int:
+    """A run's priority: a whole number (not a bool) from MIN_PRIORITY to MAX_PRIORITY."""
+    if type(value) is not int or not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise ConfigurationError(
+            f"{what} must be a whole number from {MIN_PRIORITY} to {MAX_PRIORITY} (higher "
+            f"runs first; 0 is the default), got {type(value).__name__} {value!r}"
+        )
+    return value
+
+
+def check_priority_aging(value: object, *, what: str) -> float:
+    """A queue's ``priority_aging`` in seconds: positive, at most STRICT_STEP."""
+    seconds = duration_seconds(value, what=what, positive=True)
+    if seconds > STRICT_STEP:
+        raise ConfigurationError(
+            f"{what} is {seconds!r} seconds; give at most {STRICT_STEP:.0f} s (beyond it "
+            "priorities are strict anyway: leave priority_aging unset)"
+        )
     return seconds

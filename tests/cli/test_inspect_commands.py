@@ -89,7 +89,7 @@ async def seeded(backend_url: str) -> Seeded:
     try:
         greetings = [await greet.run(name) for name in ("ann", "bob", "cy")]
         elsewhere = await greet.run("dee", queue="risky")
-        refused = await judge.run({"ok": False, "who": "mallory"}, timeout=90)
+        refused = await judge.run({"ok": False, "who": "mallory"}, timeout=90, priority=-5)
         accepted = await judge.run({"ok": True, "who": "alice"})
         stepped = await stepper.run(3)
         async with pool.worker(queues=["default", "risky"], concurrency=8):
@@ -157,6 +157,7 @@ def test_show_retry_and_cancel_a_run(seeded: Seeded) -> None:
     fields = {line[:17].strip(): line[17:].strip() for line in shown.split("\n\n")[0].splitlines()}
     assert fields["run"] == seeded.refused
     assert (fields["workflow"], fields["queue"], fields["status"]) == ("judge", "risky", "failed")
+    assert fields["priority"] == "-5"
     assert (fields["retried as"], fields["retry of"], fields["parent"]) == (retried, "-", "-")
     assert "last execution took" in fields["finished"]
     assert fields["attempts"] == "1 (1 executions, resumes included)"

@@ -16,6 +16,7 @@ from workpool.backends.base import (
     NewRun,
     RunRecord,
 )
+from workpool.builder import rank_offset as strict_rank_offset
 
 BackendFactory = Callable[[], Awaitable[Backend]]
 """The type of the ``backend_factory`` fixture."""
@@ -35,6 +36,11 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+def strict_offset(priority: int) -> float:
+    """The rank offset the client gives a run of ``priority`` in a queue without aging."""
+    return strict_rank_offset(priority, None)
+
+
 def new_run(
     available_at: float,
     *,
@@ -49,8 +55,11 @@ def new_run(
     max_concurrency: int | None = None,
     concurrency_key: str | None = None,
     timeout: float | None = None,
+    priority: int = 0,
+    rank_offset: float | None = None,
 ) -> NewRun:
-    """A NewRun with a fresh id unless one is given."""
+    """A NewRun with a fresh id unless one is given; its rank offset is the one the
+    client gives ``priority`` in a queue without aging, unless one is given."""
     return NewRun(
         id=run_id if run_id is not None else new_id(),
         workflow=workflow,
@@ -64,6 +73,8 @@ def new_run(
         max_concurrency=max_concurrency,
         concurrency_key=concurrency_key,
         timeout=timeout,
+        priority=priority,
+        rank_offset=rank_offset if rank_offset is not None else strict_offset(priority),
     )
 
 

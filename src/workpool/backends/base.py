@@ -43,6 +43,12 @@ wait is the same attempt as the one that suspended. ``executions`` (the claim co
 grows with every claim, resumes and re-executions after a lost lease included, and
 ``run_time`` adds up the time of every execution that a ``finish`` ended.
 
+Claim order: a run's rank is ``available_at - rank_offset`` (``NewRun``), kept as its
+``available_at`` changes (retries, promotions, requeues, wake-ups). Within a queue,
+claims take claimable runs smallest rank first, ties in run id order (best effort across
+workflows); gates admit their waiting runs the same way. The backend knows nothing of
+priorities: the client turns a priority into an offset (strict, or with a queue's aging).
+
 Concurrency gates: a run with ``max_concurrency`` belongs to the gate of its
 (workflow, concurrency_key). A gate admits at most ``max_concurrency`` runs at once,
 across every worker: only admitted runs are claimable, and a run stays admitted while
@@ -50,7 +56,7 @@ it is ``queued`` (claimable) or ``running``. A run that becomes ``queued`` (enqu
 promotion, wake-up, requeue) joins its gate's waiting runs (still ``queued``, not
 claimable); a run that stops being admitted (it ends, is retried, suspends, or is
 requeued) frees its place. After either, in the same operation, the gate admits its
-oldest waiting runs (by ``available_at``) while it has fewer admitted runs than the
+waiting runs smallest rank first (see "Claim order") while it has fewer admitted runs than the
 ``max_concurrency`` of the run that joined or left (so a changed limit applies from
 the next change at that gate). Admitted runs go to their queue like ungated ones and
 wake its workers. Claims never look at waiting runs: a full gate costs nothing while
@@ -65,7 +71,8 @@ retry, requeue): the earliest time every one of its limiters allows, each limite
 recording the reservation. If that time is later than now, the run becomes
 ``scheduled`` at that time instead, keeping the reservation (no attempt is used), and
 becomes ``queued`` when due without reserving again. So runs over a limit wait on
-timers, each for its own start time, and nothing re-reads them meanwhile.
+timers, each for its own start time, and nothing re-reads them meanwhile. Reservations
+go in the order runs become queued: a rank does not reorder them.
 
 Queue limits (``set_queue``): a claim starts no more of a queue's runs than its
 ``max_parallelism`` minus its running runs, and none while it is paused. A run that
@@ -98,6 +105,7 @@ from typing import Protocol
 
 from workpool.backends.values import (
     ACTIVE_STATES,
+    MAX_RANK_OFFSET,
     TERMINAL_STATES,
     CancelResult,
     ClaimedRun,
@@ -131,6 +139,7 @@ __all__ = [
     "RunState",
     "TERMINAL_STATES",
     "ACTIVE_STATES",
+    "MAX_RANK_OFFSET",
     "FinishStatus",
     "StepKind",
     "StepStatus",
@@ -192,8 +201,8 @@ class Backend(Protocol):
         ``workflows``: the workflows the worker defines; only their runs are claimed
         (None: every workflow's). A run of a workflow no claiming worker defines waits
         queued, untouched: no attempt is used and nobody re-reads it. Finding the
-        oldest claimable runs costs O(len(workflows) + limit) index reads per queue,
-        whatever the depth of the queue.
+        first claimable runs (smallest rank: see "Claim order") costs O(len(workflows) +
+        limit) index reads per queue, whatever the depth of the queue.
 
         1. Promote: scheduled runs of these queues with ``available_at <= now``, and
            suspended runs whose ``wake_at <= now``, become ``queued`` (at most a
@@ -207,9 +216,9 @@ class Backend(Protocol):
            to run alone (isolated). Both terminal cases fire hooks. At most a bounded
            batch per call.
         3. Claim: if ``alone`` (the worker holds no run) and a run to isolate of the
-           served workflows is claimable, take the oldest such run (queues in the order
-           given) and nothing else. Otherwise take up to ``limit`` queued runs not to
-           isolate, queues in the order given, oldest ``available_at`` first within a
+           served workflows is claimable, take the first such run by rank (queues in
+           the order given) and nothing else. Otherwise take up to ``limit`` queued runs
+           not to isolate, queues in the order given, smallest rank first within a
            queue, and from each queue no more than its ``max_parallelism`` minus its
            running runs (none if paused). Each taken run becomes ``running``:
            ``attempts += 1``, ``started_at = now``, a new lease token, its claim count
@@ -351,8 +360,10 @@ class Backend(Protocol):
     ) -> int:
         """End ``failed`` with ``error`` (JSON text) up to ``limit`` claimable runs of
         (``queue``, ``workflow``) that became available before ``available_before``,
-        oldest first, in ONE operation (hooks fire, gates admit the next); return how
-        many. The caller decides that no worker serves the pair."""
+        in claim order, in ONE operation (hooks fire, gates admit the next); return how
+        many. The caller decides that no worker serves the pair. It reads the pair's
+        claimable runs in claim order, so it may pass over runs of a higher priority
+        that became available later."""
         ...
 
     async def acquire_lease(self, name: str, holder: str, seconds: float, now: float) -> bool:

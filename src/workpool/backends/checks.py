@@ -8,9 +8,11 @@ raises ValueError naming the run and field, and the operation writes nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from workpool.backends.base import Finish, NewRun, StepRecord
+from workpool.backends.values import MAX_RANK_OFFSET
 from workpool.validation import MAX_TIMEOUT, storable_time
 
 
@@ -19,6 +21,9 @@ def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
     check_now(now)
     for run in runs:
         _check(run.id, "available_at", run.available_at)
+        _check_offset(run.id, "rank_offset", run.rank_offset)
+        for index, hook in enumerate(run.hooks):
+            _check_offset(run.id, f"rank_offset of hook {index}", hook.rank_offset)
         if run.idempotency_key is not None:
             if not run.idempotency_ttl > 0:
                 raise ValueError(
@@ -66,4 +71,12 @@ def _check(run_id: str, field: str, value: float) -> None:
         raise ValueError(
             f"run {run_id}: {field} is {value!r}, not a time workpool can store (finite, "
             "between years 1 and 9999); nothing was written"
+        )
+
+
+def _check_offset(run_id: str, field: str, value: float) -> None:
+    if not (math.isfinite(value) and abs(value) <= MAX_RANK_OFFSET):
+        raise ValueError(
+            f"run {run_id}: {field} is {value!r}, not a finite number of seconds within "
+            f"±{MAX_RANK_OFFSET:.0e}; nothing was written"
         )

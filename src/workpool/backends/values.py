@@ -14,6 +14,11 @@ RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
 ACTIVE_STATES: frozenset[str] = frozenset({"scheduled", "queued", "running", "suspended"})
 
+MAX_RANK_OFFSET = 1e12
+"""The largest ``rank_offset`` a backend accepts, either sign (about 31,700 years): with
+every storable time, ``available_at - rank_offset`` stays a double that tells apart times
+1 ms apart, and above the band of scores Redis keeps for runs to isolate."""
+
 FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
 StepKind = Literal["run", "workflow", "emit", "sleep"]
 StepStatus = Literal["waiting", "succeeded", "failed", "canceled"]
@@ -49,6 +54,10 @@ class CompletionHook:
     on_failure_only: bool
     max_concurrency: int | None = None
     """The hook run's gate limit (its gate has no concurrency key)."""
+    priority: int = 0
+    """The hook run's ``priority`` (see ``NewRun``)."""
+    rank_offset: float = 0.0
+    """The hook run's ``rank_offset`` (see ``NewRun``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,12 @@ class NewRun:
     timeout: float | None = None
     """Seconds one attempt may execute (stored, returned with claims); None: the
     worker applies its workflow's limit, if any."""
+    priority: int = 0
+    """Stored and read back (``RunRecord.priority``); the backend does not interpret it."""
+    rank_offset: float = 0.0
+    """Seconds, at most ``MAX_RANK_OFFSET`` either way: the run's claim order (its rank)
+    is ``available_at - rank_offset``, smallest first, whenever it is claimable or waits
+    at its gate (see ``base.py``). The client derives it from the priority."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +169,8 @@ class RunRecord:
     """The run's own limit on one attempt's execution, in seconds, if it was given one."""
     progress: str | None = None
     """JSON text of the latest progress its handler reported (``renew``, ``finish``)."""
+    priority: int = 0
+    """As enqueued (``NewRun.priority``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +252,10 @@ class StatsSnapshot:
     """Summed over the minutes asked for; only pairs with a count, sorted likewise."""
     oldest_claimable: dict[str, float]
     """Per queue with claimable runs (queued, not waiting at a gate): the smallest
-    ``available_at`` among them, so ``now - value`` is how long work has waited for
-    a worker."""
+    ``available_at`` among the first run, in claim order, of each of its (queue,
+    workflow) pairs, so ``now - value`` is how long the work next in line has waited for a
+    worker. Without priorities that is the queue's oldest claimable run; with them, a
+    low-priority run kept waiting behind higher ones does not show here."""
     workers: list[WorkerRecord] = field(default_factory=list)
     """The live workers (unexpired at ``now``), by id."""
 
@@ -328,9 +347,10 @@ class ClaimResult:
     run's ``wake_at`` or the first lease expiry, whichever is sooner; None when there
     is none."""
     isolated_since: float | None = None
-    """The earliest ``available_at`` of the runs to isolate of the served workflows in
-    these queues that this claim did not take (None: there are none): a busy worker
-    stops claiming to become free for them when they have waited too long."""
+    """The earliest ``available_at`` among the first runs to isolate, in claim order, of
+    the served workflows in these queues that this claim did not take (None: there are
+    none): a busy worker stops claiming to become free for them when they have waited
+    too long."""
 
 
 @dataclass(frozen=True, slots=True)

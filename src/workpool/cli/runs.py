@@ -174,6 +174,7 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
         ("run", run.id),
         ("workflow", Text(run.workflow)),
         ("queue", Text(run.queue)),
+        ("priority", str(run.priority)),
         (
             "status",
             status_text(run.status) + (Text(f" ({waiting})", style="yellow") if waiting else ""),

@@ -43,13 +43,15 @@ def test_runs_travel_as_run_fields_values_each() -> None:
     limited = replace(gated, rate_limits=(RateLimitSpec("l", 2, 10),))
     for run in (a_run("plain"), gated, ticking, limited):
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
-    # max_concurrency, concurrency key, skip_if_busy, the rate limits, then the timeout
-    assert codec.encode_runs([gated], NOW)[-5:] == ["2", ":k", "", "", ""]
-    assert codec.encode_runs([ticking], NOW)[-5:] == ["2", ":k", "1", "", ""]
-    assert codec.encode_runs([replace(gated, concurrency_key="")], NOW)[-5:-3] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-5:] == ["", "", "", "", ""]
-    assert codec.encode_runs([limited], NOW)[-2] == '[["l",2,10.0]]'
-    assert codec.encode_runs([replace(gated, timeout=1.5)], NOW)[-1] == "1.5"
+    # max_concurrency, concurrency key, skip_if_busy, the rate limits, the timeout, the rank
+    assert codec.encode_runs([gated], NOW)[-7:-3] == ["2", ":k", "", ""]
+    assert codec.encode_runs([ticking], NOW)[-7:-3] == ["2", ":k", "1", ""]
+    assert codec.encode_runs([replace(gated, concurrency_key="")], NOW)[-7:-5] == ["2", ":"]
+    assert codec.encode_runs([a_run("plain")], NOW)[-7:] == [""] * 7
+    assert codec.encode_runs([limited], NOW)[-4] == '[["l",2,10.0]]'
+    assert codec.encode_runs([replace(gated, timeout=1.5)], NOW)[-3] == "1.5"
+    urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)
+    assert codec.encode_runs([urgent], NOW)[-2:] == ["-3", repr(-3 * 2.0**33)]
 
 
 async def test_an_idle_gate_leaves_nothing_behind(

@@ -32,12 +32,13 @@ from workpool.backends.base import (
 )
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys, gate_id, pair
+from workpool.validation import STRICT_STEP
 
 QUEUES = ("default", "slow:lane")
 WORKFLOWS = ("send_email", "send:sms")
 NOW = 1_700_000_000.123456
-ISOLATED_OFFSET = 1e12
-"""A run to isolate is scored ``available_at - ISOLATED_OFFSET`` (lua/library/ready.lua)."""
+ISOLATED_OFFSET = 3e12
+"""A run to isolate is scored ``rank - ISOLATED_OFFSET`` (lua/library/ready.lua)."""
 GATED_QUEUES = ("gated", "gated:two")
 GATES = (
     # (workflow, concurrency key, limit): names with ':' must not merge gates.
@@ -51,7 +52,13 @@ GATES = (
 
 def a_run(index: int, available_at: float) -> NewRun:
     hook = CompletionHook(
-        workflow="notify", queue="default", context="{}", retry=None, on_failure_only=False
+        workflow="notify",
+        queue="default",
+        context="{}",
+        retry=None,
+        on_failure_only=False,
+        priority=2,
+        rank_offset=2 * STRICT_STEP,
     )
     return NewRun(
         id=f"run-{index}-{uuid.uuid4().hex[:6]}",
@@ -64,10 +71,16 @@ def a_run(index: int, available_at: float) -> NewRun:
     )
 
 
+def prioritized(run: NewRun, index: int) -> NewRun:
+    """The run with a priority from -3 to 3 (0 for one in seven), by its index."""
+    priority = index % 7 - 3
+    return replace(run, priority=priority, rank_offset=priority * STRICT_STEP)
+
+
 async def mixed_history(backend: RedisBackend) -> set[str]:
     """Enqueue, claim, renew, finish every way, release, cancel, reap, save steps,
     start children, suspend and wake. Returns the ids of runs suspended with a timer."""
-    runs = [a_run(i, NOW + (60 if i % 5 == 0 else 0)) for i in range(40)]
+    runs = [prioritized(a_run(i, NOW + (60 if i % 5 == 0 else 0)), i) for i in range(40)]
     await backend.enqueue(runs, NOW)
     claimed = (await backend.claim(QUEUES, "worker-a", 12, 30, 2, NOW)).runs
     leases = [run.lease for run in claimed]
@@ -387,10 +400,14 @@ async def expected_and_actual_indexes(
     return expected, actual
 
 
+def rank(run: dict[str, str]) -> float:
+    """A run's rank: its available_at less its rank offset (none: 0)."""
+    return float(run["available_at"]) - float(run.get("rank_offset", "0"))
+
+
 def ready_score(run: dict[str, str]) -> float:
-    """A claimable run's score in its ready set: the run to isolate comes first."""
-    available_at = float(run["available_at"])
-    return available_at - ISOLATED_OFFSET if run.get("isolate") == "1" else available_at
+    """A claimable run's score in its ready set: its rank; runs to isolate come first."""
+    return rank(run) - ISOLATED_OFFSET if run.get("isolate") == "1" else rank(run)
 
 
 async def expected_and_actual_heads(
@@ -512,7 +529,7 @@ async def test_scores_are_available_at_and_created_at(
     for run_id, run in (await all_runs(raw, keys)).items():
         if run["status"] == "queued" and "gate" in run and run.get("admitted") != "1":
             score = await raw.zscore(keys.gate_waiting(run["gate"]), run_id)
-            assert score == float(run["available_at"])
+            assert score == rank(run)
         elif run["status"] == "queued":
             score = await raw.zscore(keys.ready(run["queue"], run["workflow"]), run_id)
             assert score == ready_score(run), run_id

@@ -123,6 +123,8 @@ SAMPLE_PARAMETERS = {
     "rate_limits": None,
     "isolate": 0,
     "workflows": '["send_email", "charge"]',
+    "priority": 0,
+    "rank_offset": 0.0,
 }
 
 
@@ -143,7 +145,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 6
+    assert version == load_migrations()[-1].version == 7
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers"} <= tables
     assert "runs_queued_by_queue" not in tables
@@ -226,7 +228,27 @@ def test_claim_searches_the_claimable_index() -> None:
     searched = "SEARCH runs USING INDEX runs_claimable (queue=? AND workflow=? AND isolate=?)"
     assert plan("claimable_in_pair") == [searched]
     assert searched in plan("oldest_isolated")
+    assert searched.replace("runs", "r", 1) in plan("oldest_claimable")
     assert "SEARCH runs USING COVERING INDEX sqlite_autoindex_runs_1 (id=?)" in plan("claim_queued")
+
+
+def test_claims_and_gates_read_runs_in_rank_order_from_their_index() -> None:
+    """Priorities: the claim and gate indexes order by the rank expression itself, so
+    taking the first runs by rank is a seek that reads them in order (no sort), and the
+    rank is never a column to keep in step with available_at."""
+    connection = _migrated(sqlite3.connect(":memory:"))
+    indexes = dict(connection.execute("SELECT name, sql FROM sqlite_schema WHERE type = 'index'"))
+    assert "available_at - rank_offset)" in indexes["runs_claimable"]
+    assert "available_at - rank_offset)" in indexes["runs_waiting_by_gate"]
+    for name, index in (
+        ("claimable_in_pair", "runs_claimable"),
+        ("admit_waiting", "runs_waiting_by_gate"),
+    ):
+        assert "ORDER BY available_at - rank_offset" in load_queries()[name]
+        query = "EXPLAIN QUERY PLAN " + load_queries()[name]
+        plan = [row[3] for row in connection.execute(query, SAMPLE_PARAMETERS)]
+        assert any(f"USING INDEX {index} (" in step for step in plan), plan
+        assert not [step for step in plan if "TEMP B-TREE" in step], plan
 
 
 def test_query_blocks_need_a_description_and_one_statement() -> None:

@@ -19,10 +19,12 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 -- Store a new run in :status; changes nothing (rowcount 0) if :id already exists.
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
-    parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout
+    parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
+    rank_offset
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
-    :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout
+    :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
+    :priority, :rank_offset
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -56,18 +58,25 @@ ORDER BY lease_expires_at
 LIMIT :batch;
 
 -- name: claimable_in_pair
--- Up to :limit claimable runs of (:queue, :workflow) with isolate = :isolate, oldest first.
-SELECT id, available_at FROM runs
+-- Up to :limit claimable runs of (:queue, :workflow) with isolate = :isolate, by rank.
+SELECT id, available_at - rank_offset AS rank FROM runs
 WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND workflow = :workflow
     AND isolate = :isolate
-ORDER BY available_at
+ORDER BY available_at - rank_offset
 LIMIT :limit;
 
 -- name: oldest_isolated
--- The earliest available_at of claimable runs to isolate of :queue and the :workflows array.
-SELECT min(available_at) AS since FROM runs
-WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND isolate = 1
-    AND workflow IN (SELECT value FROM json_each(:workflows));
+-- The earliest available_at of the first claimable run to isolate (by rank) of each of
+-- the :workflows array in :queue.
+SELECT min(first) AS since FROM (
+    SELECT (
+        SELECT available_at FROM runs
+        WHERE status = 'queued' AND admitted = 1 AND queue = :queue
+            AND workflow = served.value AND isolate = 1
+        ORDER BY available_at - rank_offset LIMIT 1
+    ) AS first
+    FROM json_each(:workflows) AS served
+);
 
 -- name: queue_workflows
 -- The workflows that have had runs in :queue.
@@ -296,7 +305,7 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id = :id;
@@ -317,12 +326,12 @@ ON CONFLICT (gate) DO UPDATE SET admitted = admitted + :delta;
 SELECT admitted FROM gates WHERE gate = :gate;
 
 -- name: admit_waiting
--- Admit up to :room of :gate's waiting runs, oldest first; returns their queues.
+-- Admit up to :room of :gate's waiting runs, smallest rank first; returns their queues.
 UPDATE runs SET admitted = 1
 WHERE id IN (
     SELECT id FROM runs
     WHERE status = 'queued' AND admitted = 0 AND gate = :gate
-    ORDER BY available_at
+    ORDER BY available_at - rank_offset
     LIMIT :room
 )
 RETURNING queue;
@@ -436,14 +445,15 @@ FROM run_pairs AS p
 ORDER BY queue, workflow;
 
 -- name: oldest_claimable
--- Each queue's earliest available_at among its claimable runs (NULL: none).
+-- Each queue's earliest available_at among the first claimable run (by rank) of each of
+-- its pairs, runs to isolate apart (NULL: none).
 SELECT q.queue, (
     SELECT min(oldest) FROM (
         SELECT (
             SELECT available_at FROM runs AS r
             WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = p.queue
                 AND r.workflow = p.workflow AND r.isolate = 0
-            ORDER BY available_at LIMIT 1
+            ORDER BY available_at - rank_offset LIMIT 1
         ) AS oldest
         FROM run_pairs AS p WHERE p.queue = q.queue
         UNION ALL
@@ -451,7 +461,7 @@ SELECT q.queue, (
             SELECT available_at FROM runs AS r
             WHERE r.status = 'queued' AND r.admitted = 1 AND r.queue = p.queue
                 AND r.workflow = p.workflow AND r.isolate = 1
-            ORDER BY available_at LIMIT 1
+            ORDER BY available_at - rank_offset LIMIT 1
         ) AS oldest
         FROM run_pairs AS p WHERE p.queue = q.queue
     )
@@ -481,7 +491,7 @@ LIMIT :limit;
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
-    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit,
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
@@ -505,18 +515,19 @@ DELETE FROM counters WHERE minute < :before;
 -- name: rerun_source
 -- What a re-run of run :id copies, and whether it may be re-run.
 SELECT
-    id, status, retried_as, workflow, queue, input, retry, hooks, gate, gate_limit, rate_limits
+    id, status, retried_as, workflow, queue, input, retry, hooks, gate, gate_limit, rate_limits,
+    priority, rank_offset
 FROM runs WHERE id = :id;
 
 -- name: insert_rerun
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
 )
 SELECT
     :new_id, workflow, queue, 'queued', input, retry, hooks, :now, :now, gate, gate_limit,
-    gate IS NULL, rate_limits, id, timeout
+    gate IS NULL, rate_limits, id, timeout, priority, rank_offset
 FROM runs WHERE id = :id
 ON CONFLICT (id) DO NOTHING
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
@@ -551,11 +562,12 @@ WHERE expires_at > :now
 ORDER BY id;
 
 -- name: fail_unserved_runs
--- Up to :limit claimable runs of (:queue, :workflow) available before :before, oldest first.
+-- Up to :limit claimable runs of (:queue, :workflow) available before :before, by rank
+-- (it passes over later runs of higher priority).
 SELECT id FROM runs
 WHERE status = 'queued' AND admitted = 1 AND queue = :queue AND workflow = :workflow
     AND isolate IN (0, 1) AND available_at < :before
-ORDER BY isolate, available_at
+ORDER BY isolate, available_at - rank_offset
 LIMIT :limit;
 
 -- name: set_progress

@@ -112,6 +112,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         waiting_at_gate=flag(row, "waiting_at_gate"),
         timeout=optional_number(row, "timeout"),
         progress=optional_text(row, "progress"),
+        priority=integer(row, "priority"),
     )
 
 
@@ -184,7 +185,7 @@ def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str | None:
 
 def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     """The ``hooks`` column: a JSON list of objects; context and retry kept as text."""
-    fields = (*_HOOK_FIELDS, "max_concurrency")
+    fields = (*_HOOK_FIELDS, "max_concurrency", "priority", "rank_offset")
     return json.dumps([{field: getattr(hook, field) for field in fields} for hook in hooks])
 
 
@@ -208,7 +209,13 @@ def _hook(item: dict[str, Any]) -> CompletionHook:
     limit = item.get("max_concurrency")  # absent in hooks stored before gates existed
     if not (limit is None or isinstance(limit, int)):
         raise TypeError("hook max_concurrency must be an integer or null")
-    return CompletionHook(workflow, queue, context, retry, on_failure_only, limit)
+    priority = item.get("priority", 0)  # these two: absent in hooks stored before priorities
+    offset = item.get("rank_offset", 0.0)
+    if type(priority) is not int or not isinstance(offset, int | float):
+        raise TypeError("hook priority must be an integer, rank_offset a number")
+    return CompletionHook(
+        workflow, queue, context, retry, on_failure_only, limit, priority, float(offset)
+    )
 
 
 def hook_input(ended: sqlite3.Row, context: str) -> str:

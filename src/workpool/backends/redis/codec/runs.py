@@ -28,7 +28,7 @@ from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 
-RUN_FIELDS = 15
+RUN_FIELDS = 17
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -58,6 +58,7 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             "1" if run.skip_if_busy else "",
             encode_rate_limits(run.rate_limits),
             "" if run.timeout is None else seconds(run.timeout),
+            *rank_fields(run.priority, run.rank_offset),
         )
     return args
 
@@ -77,6 +78,12 @@ def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str:
     return json.dumps(triples, ensure_ascii=False, separators=(",", ":"))
 
 
+def rank_fields(priority: int, rank_offset: float) -> tuple[str, str]:
+    """(priority, rank_offset) as enqueue arguments and hook fields: '' for 0, so a run
+    without a priority stores neither field and keeps its available_at as its score."""
+    return (str(priority) if priority else "", seconds(rank_offset) if rank_offset else "")
+
+
 def gate_fields(max_concurrency: int | None, concurrency_key: str | None) -> tuple[str, str]:
     """(max_concurrency, concurrency key) as enqueue arguments: ('', '') when ungated."""
     if max_concurrency is None:
@@ -94,6 +101,11 @@ def _encode_hook(hook: CompletionHook) -> dict[str, Any]:
     }
     if hook.max_concurrency is not None:
         item["max_concurrency"] = hook.max_concurrency
+    priority, offset = rank_fields(hook.priority, hook.rank_offset)
+    if priority:
+        item["priority"] = priority  # strings, stored into the hook run's hash as they are
+    if offset:
+        item["rank_offset"] = offset
     return item
 
 
@@ -233,6 +245,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         and fields.get("admitted") != "1",
         timeout=read.optional_number("timeout"),
         progress=read.optional_text("progress"),
+        priority=read.optional_integer("priority") or 0,
     )
 
 

@@ -1,5 +1,5 @@
--- fail_unserved: fail the oldest claimable runs of a pair no worker serves
--- (Backend.fail_unserved).
+-- fail_unserved: fail the claimable runs of a pair no worker serves that became
+-- available before a cutoff (Backend.fail_unserved).
 --
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
@@ -10,17 +10,22 @@
 -- ARGV[6]  the error JSON text stored on each
 --
 -- Returns how many runs ended failed (hooks fire, gates admit, parents hear of it).
+-- Ready scores are ranks, not times (ready.lua): it reads the pair's ready set in claim
+-- order, a page at a time, and keeps the runs whose available_at is before the cutoff,
+-- so it also reads the later runs of higher priority that stand before them.
 
 local now, queue, workflow, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local limit, error_json = tonumber(ARGV[5]), ARGV[6]
-local key = ready_key(queue, workflow)
-local isolated_before = string.format('%.17g', before - ISOLATED_OFFSET)
-local ids = redis.call('ZRANGEBYSCORE', key, '-inf', '(' .. isolated_before, 'LIMIT', 0, limit)
-if #ids < limit then
-  local normal = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW,
-    '(' .. string.format('%.17g', before), 'LIMIT', 0, limit - #ids)
-  for _, run_id in ipairs(normal) do ids[#ids + 1] = run_id end
-end
+local key, ids, start, page = ready_key(queue, workflow), {}, 0, math.max(limit, 100)
+local batch
+repeat
+  batch = redis.call('ZRANGE', key, start, start + page - 1)
+  for _, run_id in ipairs(batch) do
+    local at = tonumber(redis.call('HGET', run_key(run_id), 'available_at'))
+    if #ids < limit and at < before then ids[#ids + 1] = run_id end
+  end
+  start = start + page
+until #ids >= limit or #batch < page
 for _, run_id in ipairs(ids) do
   end_run(run_id, read_run(run_id), 'failed', now, { 'error', error_json })
 end

@@ -11,7 +11,8 @@
 --   counters: flat, per "<counter>:<pair>" field written in those minutes: the field,
 --     then its sum over them (a decimal string; see counters.lua)
 --   oldest: flat, per queue of those pairs with claimable runs: the queue, then the
---     earliest available_at of its claimable runs (from its heads, ready.lua)
+--     earliest available_at of the first claimable run (by rank) of each of its
+--     workflows (their heads, ready.lua; read from the runs, never from a score)
 --   workers: the JSON text of every worker record (expired ones too: the caller
 --     filters them)
 -- The cost grows with the pairs and the minutes, not with the runs stored.
@@ -49,10 +50,9 @@ end
 local oldest = {}
 for queue in pairs(queues) do
   local best = nil
-  local heads = redis.call('ZRANGE', heads_key(queue), 0, -1, 'WITHSCORES')
-  for i = 2, #heads, 2 do
-    local at = time_of_score(heads[i])
-    if best == nil or at < best then best = at end
+  for _, workflow in ipairs(redis.call('ZRANGE', heads_key(queue), 0, -1)) do
+    local at = head_available_at(queue, workflow)
+    if at and (best == nil or at < best) then best = at end
   end
   if best then
     oldest[#oldest + 1] = queue

@@ -73,11 +73,11 @@ class Claiming(Ending):
     def _oldest_claimable(
         self, queue: str, workflows: Sequence[str], limit: int, *, isolate: int
     ) -> list[str]:
-        """Up to ``limit`` claimable run ids of the workflows in ``queue``, oldest first:
-        one index seek of ``limit`` rows per workflow, merged."""
+        """Up to ``limit`` claimable run ids of the workflows in ``queue``, smallest rank
+        first: one index seek of ``limit`` rows per workflow, merged."""
         ranges = [
             [
-                (float(row["available_at"]), str(row["id"]))
+                (float(row["rank"]), str(row["id"]))
                 for row in self._execute(
                     "claimable_in_pair",
                     queue=queue,
@@ -93,7 +93,8 @@ class Claiming(Ending):
     def _claim_isolated(
         self, served: Mapping[str, list[str]], lease: tuple[str, float, float]
     ) -> list[ClaimedRun]:
-        """The oldest run to isolate of the first queue that has one and room, leased."""
+        """The first run to isolate (by rank) of the first queue that has one and room,
+        leased."""
         for queue, workflows in served.items():
             ids = self._oldest_claimable(queue, workflows, 1, isolate=1)
             if ids and self._room(queue, 1) > 0:

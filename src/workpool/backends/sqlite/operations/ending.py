@@ -105,6 +105,8 @@ class Ending(Admission):
                 gate_limit=hook.max_concurrency,
                 rate_limits=None,
                 timeout=None,
+                priority=hook.priority,
+                rank_offset=hook.rank_offset,
             )
             if inserted.rowcount:
                 self.woken.add(hook.queue)

@@ -55,6 +55,8 @@ class Enqueueing(Admission):
             gate_limit=run.max_concurrency,
             rate_limits=records.encode_rate_limits(run.rate_limits),
             timeout=run.timeout,
+            priority=run.priority,
+            rank_offset=run.rank_offset,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)

@@ -38,9 +38,14 @@ local function bad_finishes(finishes)
 end
 
 -- The new run whose RUN_FIELDS arguments start at ARGV[base] (enqueueing.lua): its
--- available_at; with a key, its expiry and TTL (ms, >= 1); with a gate, its limit (>= 1).
+-- available_at; with a key, its expiry and TTL (ms, >= 1); with a gate, its limit (>= 1);
+-- its rank_offset, within 1e12 s either way.
 local function bad_new_run(base)
   local where = 'run ' .. ARGV[base] .. ': '
+  local offset = ARGV[base + 16]
+  if offset ~= '' and not (finite(offset) and math.abs(tonumber(offset)) <= 1e12) then
+    return refuse(where, 'rank_offset', offset)
+  end
   local checks = { { 4, 'available_at' } }
   if ARGV[base + 7] ~= '' then
     checks[2], checks[3] = { 8, 'idempotency expiry' }, { 9, 'idempotency TTL', 1 }

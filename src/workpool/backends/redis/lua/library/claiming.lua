@@ -39,14 +39,14 @@ local function lowest(heads)
   return best, best_score, second
 end
 
--- Take up to most runs not to isolate from the queue, oldest first across the served
--- workflows (heads: as heads_of gives them; the earliest run to isolate seen is noted
--- in claim.isolated_since). Returns how many it took and the served workflows with
--- runs not to isolate left (workflow -> score).
+-- Take up to most runs not to isolate from the queue, smallest rank first across the
+-- served workflows (heads: as heads_of gives them; the earliest available_at of the
+-- first runs to isolate seen goes in claim.isolated_since). Returns how many it took
+-- and the served workflows with runs not to isolate left (workflow -> score).
 local function take(claim, queue, heads, most, reply)
   local normal = {}
   for workflow, score in pairs(heads) do
-    local since = score < ISOLATED_BELOW and time_of_score(score)
+    local since = score < ISOLATED_BELOW and head_available_at(queue, workflow)
     if since and (claim.isolated_since == nil or since < claim.isolated_since) then
       claim.isolated_since = since
     end

@@ -12,12 +12,13 @@
 --   skip_if_busy ('1': store nothing if the run's gate already admits max_concurrency
 --   runs; ignored for a run that is not gated),
 --   rate (JSON text of its rate limits, [[limiter id, count, per], ...]; see rates.lua),
---   timeout (seconds one attempt may execute, string)
+--   timeout (seconds one attempt may execute, string),
+--   priority (integer, stored for reading), rank_offset (seconds; see ready.lua)
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 15
+local RUN_FIELDS = 17
 
 local function optional(value)
   if value == '' then
@@ -34,7 +35,8 @@ local function run_from_args(base)
     input = ARGV[base + 3], available_at = ARGV[base + 4], retry = optional(ARGV[base + 5]),
     hooks = optional(ARGV[base + 6]), idempotency_key = optional(ARGV[base + 7]),
     gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 13]),
-    timeout = optional(ARGV[base + 14]),
+    timeout = optional(ARGV[base + 14]), priority = optional(ARGV[base + 15]),
+    rank_offset = optional(ARGV[base + 16]),
   }
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])

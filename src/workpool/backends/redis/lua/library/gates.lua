@@ -6,10 +6,10 @@
 -- (the field is deleted at 0). Claims never look at gates: ready sets hold admitted runs.
 -- Ungated runs have no gate field and none of this costs them a command.
 
--- Admit the gate's oldest waiting runs while it admits fewer than limit (the limit of
--- the run that joined or left); count: its admitted runs now. Admitted runs become
--- ready (available_at carried over from the waiting set) and wake their pair's
--- workers. Returns the new count, which the caller stores.
+-- Admit the gate's waiting runs, smallest rank first (the waiting set's score, as
+-- ready.lua ranks), while it admits fewer than limit (the limit of the run that joined
+-- or left); count: its admitted runs now. Admitted runs become ready and wake their
+-- pair's workers. Returns the new count, which the caller stores.
 local function admit_waiting(gate, limit, count)
   local room = tonumber(limit) - count
   if room <= 0 then
@@ -18,9 +18,9 @@ local function admit_waiting(gate, limit, count)
   local popped = redis.call('ZPOPMIN', gate_waiting_key(gate), room)
   for i = 1, #popped, 2 do
     local run_id = popped[i]
-    local run = redis.call('HMGET', run_key(run_id), 'queue', 'workflow')
+    local run = redis.call('HMGET', run_key(run_id), 'queue', 'workflow', 'available_at')
     redis.call('HSET', run_key(run_id), 'admitted', '1')
-    make_ready(run_id, run[1], run[2], popped[i + 1])
+    make_ready(run_id, run[1], run[2], run[3])
     wake(run[1], run[2])
   end
   return count + #popped / 2
@@ -50,16 +50,19 @@ local function gate_busy(gate, limit)
 end
 
 -- A gated run became queued (status set, in no queue index; with at_once, its field
--- admitted is set too). count, at_once: gate_room's answer. Admitted at once, it goes
--- ready and the caller wakes its pair (returns true); else it waits at the gate, which
--- then admits what it can (maybe this run, waking its pair; returns false).
-local function join_gate(run_id, gate, limit, queue, workflow, available_at, count, at_once)
+-- admitted is set too). count, at_once: gate_room's answer; offset: its rank_offset, or
+-- nil to read it. Admitted at once, it goes ready and the caller wakes its pair (returns
+-- true); else it waits at the gate by rank, and the gate admits what it can (maybe this
+-- run, waking its pair; returns false).
+local function join_gate(run_id, gate, limit, queue, workflow, available_at, count, at_once,
+                         offset)
   if at_once then
     make_ready(run_id, queue, workflow, available_at)
     store_count(gate, count + 1, count)
     return true
   end
-  redis.call('ZADD', gate_waiting_key(gate), available_at, run_id)
+  if offset == nil then offset = redis.call('HGET', run_key(run_id), 'rank_offset') end
+  redis.call('ZADD', gate_waiting_key(gate), rank_of(available_at, offset or nil), run_id)
   store_count(gate, admit_waiting(gate, limit, count), count)
   return false
 end

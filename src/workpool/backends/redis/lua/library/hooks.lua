@@ -29,7 +29,8 @@ local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
       end
       local run = {
         id = hook_id, workflow = hook.workflow, queue = hook.queue, input = input,
-        available_at = now, retry = retry,
+        available_at = now, retry = retry, priority = hook.priority,
+        rank_offset = hook.rank_offset,
       }
       if hook.max_concurrency and hook.max_concurrency ~= cjson.null then
         run.gate, run.gate_limit = gate_id(hook.workflow, ''), hook.max_concurrency

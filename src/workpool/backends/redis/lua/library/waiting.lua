@@ -54,13 +54,13 @@ end
 
 local OPTIONAL_RUN_FIELDS = {
   'retry', 'hooks', 'idempotency_key', 'parent_run_id', 'parent_step', 'gate', 'gate_limit',
-  'rate', 'rate_reserved', 'retry_of', 'timeout',
+  'rate', 'rate_reserved', 'retry_of', 'timeout', 'priority', 'rank_offset',
 }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
--- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua) and
--- retry_of.
+-- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua),
+-- retry_of, priority and rank_offset (ready.lua).
 -- Does not record the workflow name: batch callers do it once per batch. Returns true
 -- when the caller must wake its pair (see make_waiting).
 local function store_run(run, now)
@@ -89,9 +89,9 @@ local function store_run(run, now)
   redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
   if count then
     return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.workflow,
-      run.available_at, count, at_once)
+      run.available_at, count, at_once, run.rank_offset or false)
   elseif status == 'queued' then
-    add_ready(run.id, run.queue, run.workflow, run.available_at)
+    add_ready(run.id, run.queue, run.workflow, rank_of(run.available_at, run.rank_offset))
   else
     redis.call('ZADD', queue_key(run.queue, 'scheduled'), run.available_at, run.id)
   end
