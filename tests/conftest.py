@@ -81,3 +81,15 @@ async def backend(backend_factory: Callable[[], Awaitable[Backend]]) -> Backend:
 def clock() -> ManualClock:
     """A clock that moves only when a test advances it."""
     return ManualClock()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Escape lone surrogates in a report's captured output: the tests feed them on
+    purpose, and pytest-xdist must send every report as UTF-8 to the main process."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.sections = [
+        (title, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+        for title, text in report.sections
+    ]
