@@ -75,3 +75,26 @@ async def test_a_stop_during_a_claim_starts_or_hands_back_what_the_claim_took(
     runs = [await pool.get_run(handle.id) for handle in handles]
     assert {run.status for run in runs} <= {"succeeded", "queued"}, runs
     assert all(run.executions <= 1 for run in runs)
+
+
+async def test_a_worker_with_few_slots_fills_them_all_with_one_claim(pool: Workpool) -> None:
+    @pool.workflow(max_concurrency=None)
+    async def chore(ctx: RunContext, value: int) -> int:
+        return value
+
+    backend = await pool.backend()  # the backend the worker will use on this loop
+    real_claim = backend.claim
+    sizes: list[int] = []
+
+    async def counted(*args: Any, **kwargs: Any) -> ClaimResult:
+        result = await real_claim(*args, **kwargs)
+        sizes.append(len(result.runs))
+        return result
+
+    backend.claim = counted  # type: ignore[method-assign]
+    handles = await pool.enqueue_many([chore.prepare(n) for n in range(40)])
+    async with fast_worker(pool, concurrency=10):
+        for handle in handles:
+            await handle.result(timeout=20)
+    assert max(sizes) == 10  # not a quarter of the slots: a claim per two runs drained slowly
+    assert sum(sizes) == 40
