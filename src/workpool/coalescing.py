@@ -14,8 +14,8 @@ Each caller keeps the semantics of a call of its own:
   to the first caller's run, as two calls in a row would (the backends resolve a
   repeated key within one batch to its first run).
 - A coalesced write stores its runs at the latest creation time (``now``) of its
-  callers: a run due by then is stored ``queued``, as it would be if written alone at
-  the moment the write is sent.
+  callers, never before any caller's own: a run due by then is stored ``queued``, as
+  it would be if that caller had written alone at that time.
 - A batch the backend refuses is written again one caller at a time, concurrently:
   each caller gets its own result or its own error (one caller's bad run does not
   fail the others). Writing again is safe even if the refused write had stored
