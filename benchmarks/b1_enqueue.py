@@ -1,7 +1,9 @@
-"""B1 enqueue: runs stored per second by one client, one at a time and in batches of 500."""
+"""B1 enqueue: runs stored per second by one client, one at a time, by 100 concurrent
+callers (``asyncio.gather``), and in batches of 500."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from benchmarks.app import BenchApp
@@ -12,6 +14,8 @@ from benchmarks.workers import BenchmarkError
 
 ONE = "one at a time"
 BATCHED = "enqueue_many, batches of 500"
+GATHER = "100 concurrent callers (gather)"
+CALLERS = 100
 
 
 async def one_at_a_time(app: BenchApp, count: int) -> float:
@@ -19,6 +23,15 @@ async def one_at_a_time(app: BenchApp, count: int) -> float:
     start = time.perf_counter()
     for number in range(count):
         await app.noop.run(number)
+    return count / (time.perf_counter() - start)
+
+
+async def concurrent(app: BenchApp, count: int) -> float:
+    """Runs/s of ``count`` ``noop.run(i)`` calls, ``CALLERS`` at a time under
+    ``asyncio.gather`` (an async server's concurrent requests): group commit's case."""
+    start = time.perf_counter()
+    for first in range(0, count, CALLERS):
+        await asyncio.gather(*(app.noop.run(number) for number in range(first, first + CALLERS)))
     return count / (time.perf_counter() - start)
 
 
@@ -44,21 +57,30 @@ async def run(env: Env) -> Measured:
     INFO commandstats), which tells the client's share of the cost from the server's.
     """
     singles = 5_000 if env.quick else 20_000
+    gathered = 5_000 if env.quick else 20_000
     batch_total = 20_000
     target = await env.store.fresh()
     async with opened_app(target) as app:
         usec = [await script_usec(target)]
         values = {ONE: await one_at_a_time(app, singles)}
         usec.append(await script_usec(target))
+        values[GATHER] = await concurrent(app, gathered)
+        usec.append(await script_usec(target))
         values[BATCHED] = await batched(app, batch_total)
         usec.append(await script_usec(target))
         stored = await target.active_count()
-    if stored != singles + batch_total:
-        raise BenchmarkError(f"LOST RUNS: {singles + batch_total} enqueued, {stored} stored")
-    details: dict[str, float] = {"runs_one_at_a_time": singles, "runs_batched": batch_total}
+    total = singles + gathered + batch_total
+    if stored != total:
+        raise BenchmarkError(f"LOST RUNS: {total} enqueued, {stored} stored")
+    details: dict[str, float] = {
+        "runs_one_at_a_time": singles,
+        "runs_gathered": gathered,
+        "runs_batched": batch_total,
+    }
     if isinstance(target, RedisTarget):
         details["server_us_per_run_one_at_a_time"] = (usec[1] - usec[0]) / singles
-        details["server_us_per_run_batched"] = (usec[2] - usec[1]) / batch_total
+        details["server_us_per_run_gathered"] = (usec[2] - usec[1]) / gathered
+        details["server_us_per_run_batched"] = (usec[3] - usec[2]) / batch_total
     return Measured(values, details)
 
 
@@ -68,6 +90,7 @@ WORKLOAD = Workload(
     backends=("sqlite", "redis"),
     metrics=(
         MetricSpec(ONE, "runs/s", {"redis": Bar(">=", 4_000)}),
+        MetricSpec(GATHER, "runs/s"),
         MetricSpec(BATCHED, "runs/s", {"redis": Bar(">=", 50_000)}),
     ),
     run=run,

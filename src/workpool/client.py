@@ -26,6 +26,7 @@ from workpool.backends.base import (
     WorkerRecord,
 )
 from workpool.builder import build_new_run, new_run_id, prepare_run
+from workpool.coalescing import LoopBatchers
 from workpool.decoding import registered_workflow, require_run, run_from_record, step_from_record
 from workpool.definitions import PreparedRun
 from workpool.errors import RunNotFoundError, RunStateError, UnknownWorkflowError
@@ -58,6 +59,8 @@ class Client:
             lambda: open_backend(self.settings.url, prefix=self.settings.prefix)
         )
         """One backend per event loop, closed with its loop (see ``workpool.loops``)."""
+        self._batchers = LoopBatchers(self._store)
+        """Concurrent enqueues of one loop share a write (see ``workpool.coalescing``)."""
         self._registered: tuple[float, frozenset[str]] | None = None
         """(when read, monotonic; the workflow names of every app's registry)."""
         self._portal = Portal()
@@ -89,15 +92,16 @@ class Client:
     async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
         """Store a batch of runs (from ``Workflow.prepare``) in one backend operation.
 
-        Returns handles in input order; an idempotency key already in use yields the
-        handle of the earlier run.
+        Returns handles in input order, once the runs are stored; an idempotency key
+        already in use yields the handle of the earlier run. Concurrent calls on one
+        event loop (``Workflow.run`` included, and the ``*_sync`` twins, which share the
+        portal's loop) are written together: group commit (``workpool.coalescing``).
         """
         now = self.settings.clock.now()
         new_runs = [build_new_run(self.registry, self.settings, run, now) for run in runs]
         if not new_runs:
             return []
-        backend = await self.backend()
-        stored = await backend.enqueue(new_runs, now)
+        stored = await self._batchers.enqueue(new_runs, now)
         if client_logger.isEnabledFor(logging.INFO):
             _log_enqueued(new_runs, stored)
         return [
@@ -134,6 +138,11 @@ class Client:
                 f"knows {', '.join(sorted(names)[:20])}. Deploy the workers that define "
                 "it before the code that enqueues it"
             )
+
+    async def _store(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+        """One write of the running loop's batcher: one ``backend.enqueue``."""
+        backend = await self.backend()
+        return await backend.enqueue(runs, now)
 
     def handle(self, run_id: str) -> RunHandle[Any]:
         """A handle on an existing run, by id."""
