@@ -37,13 +37,24 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-.PHONY: bench-quick
+.PHONY: bench-quick bench-peers
+
+# PEERS (benchmarks/peers.py): workpool beside huey, dramatiq and taskiq, interleaved in one
+# run; installs the pinned peers extra first. Options through ARGS, e.g. ARGS="--repeat 1".
+PEERS_STAMP := $(VENV)/.installed-peers
+
+$(PEERS_STAMP): $(BENCH_STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,bench,peers]'
+	touch $(PEERS_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
 bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks --quick $(ARGS)
+
+bench-peers: $(PEERS_STAMP)
+	$(PY) -m benchmarks --only PEERS $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
