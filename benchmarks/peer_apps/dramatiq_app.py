@@ -9,7 +9,7 @@ from typing import Any
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
-from benchmarks.peer_apps.observe import observe
+from benchmarks.peer_apps.observe import SyncClient, observe
 
 
 def noop(x: float) -> float:
@@ -33,18 +33,5 @@ def worker_command(concurrency: int | None) -> list[str]:
     return [sys.executable, "-m", "dramatiq", __name__, "--processes", "1", *extra]
 
 
-class DramatiqClient:
-    """dramatiq's client is synchronous: ``send`` runs the broker's enqueue script."""
-
-    def __init__(self, actor: Any) -> None:
-        self.actor = actor
-
-    async def enqueue(self, x: float) -> None:
-        self.actor.send(x)
-
-    async def close(self) -> None:
-        return None
-
-
-async def open_client(url: str) -> DramatiqClient:
-    return DramatiqClient(make(url))
+async def open_client(url: str) -> SyncClient:
+    return SyncClient(make(url).send)

@@ -8,7 +8,7 @@ from typing import Any
 
 from huey import RedisHuey
 
-from benchmarks.peer_apps.observe import observe
+from benchmarks.peer_apps.observe import SyncClient, observe
 
 
 def make(url: str) -> tuple[Any, Any]:
@@ -33,18 +33,5 @@ def worker_command(concurrency: int | None) -> list[str]:
     return [sys.executable, "-m", "huey.bin.huey_consumer", f"{__name__}.huey", "-q", *extra]
 
 
-class HueyClient:
-    """huey's client is synchronous: ``noop(x)`` pushes the message (LPUSH)."""
-
-    def __init__(self, task: Any) -> None:
-        self.task = task
-
-    async def enqueue(self, x: float) -> None:
-        self.task(x)
-
-    async def close(self) -> None:
-        return None
-
-
-async def open_client(url: str) -> HueyClient:
-    return HueyClient(make(url)[1])
+async def open_client(url: str) -> SyncClient:
+    return SyncClient(make(url)[1])

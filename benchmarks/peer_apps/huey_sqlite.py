@@ -8,8 +8,7 @@ from typing import Any
 
 from huey import SqliteHuey
 
-from benchmarks.peer_apps.huey_redis import HueyClient
-from benchmarks.peer_apps.observe import observe
+from benchmarks.peer_apps.observe import SyncClient, observe
 
 
 def make(filename: str) -> tuple[Any, Any]:
@@ -34,6 +33,6 @@ def worker_command(concurrency: int | None) -> list[str]:
     return [sys.executable, "-m", "huey.bin.huey_consumer", f"{__name__}.huey", "-q", *extra]
 
 
-async def open_client(url: str) -> HueyClient:
+async def open_client(url: str) -> SyncClient:
     """A client on the SQLite file ``url`` (a path, not a URL)."""
-    return HueyClient(make(url)[1])
+    return SyncClient(make(url)[1])

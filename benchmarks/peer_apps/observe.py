@@ -17,8 +17,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 _lock = threading.Lock()
 _delays: list[float] = []
@@ -34,6 +35,19 @@ class Client(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class SyncClient:
+    """A peer whose client is synchronous: ``send(x)`` enqueues, blocking the loop."""
+
+    def __init__(self, send: Callable[[float], Any]) -> None:
+        self.send = send
+
+    async def enqueue(self, x: float) -> None:
+        self.send(x)
+
+    async def close(self) -> None:
+        return None
 
 
 def observe(x: float) -> None:
