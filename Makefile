@@ -40,7 +40,8 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 .PHONY: bench-quick bench-peers
 
 # PEERS (benchmarks/peers.py): workpool beside huey, dramatiq and taskiq, interleaved in one
-# run; installs the pinned peers extra first. Options through ARGS, e.g. ARGS="--repeat 1".
+# run; installs the pinned peers extra first. Writes benchmarks/results/peers/ (results.json,
+# peers.md: the ratio table) so the full suite's results stay. Options through ARGS.
 PEERS_STAMP := $(VENV)/.installed-peers
 
 $(PEERS_STAMP): $(BENCH_STAMP) pyproject.toml
@@ -54,7 +55,7 @@ bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks --quick $(ARGS)
 
 bench-peers: $(PEERS_STAMP)
-	$(PY) -m benchmarks --only PEERS $(ARGS)
+	$(PY) -m benchmarks --only PEERS --out benchmarks/results/peers $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -426,3 +426,45 @@ def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
             f"{r['best_peer']} {r['best_peer_value']:,.2f} | {r['ratio']:.2f} | {lead} |"
         )
     return "\n".join(lines)
+
+
+def side_by_side(results: dict[str, Any]) -> str:
+    """``results.json``'s PEERS figures as Markdown: one row per workload, one column per
+    subject and backend, median (range)."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    columns: list[str] = []
+    for entry in results["figures"]:
+        if entry["workload"] != WORKLOAD.id or entry["median"] is None:
+            continue
+        subject, row = entry["metric"].split(": ", 1)
+        column = f"{subject} ({entry['backend']})"
+        if column not in columns:
+            columns.append(column)
+        low, high = entry["min"], entry["max"]
+        cells.setdefault((row, entry["unit"]), {})[column] = (
+            f"{entry['median']:,.3g}" if entry["unit"] == "ms" else f"{entry['median']:,.0f}"
+        ) + (f" ({low:,.3g} to {high:,.3g})" if low != high else "")
+    lines = [
+        "| workload | " + " | ".join(columns) + " |",
+        "| --- |" + " ---: |" * len(columns),
+    ]
+    order = [name for name, _, _ in ROWS]
+    for (row, unit), by_column in sorted(cells.items(), key=lambda item: order.index(item[0][0])):
+        shown = [by_column.get(column, "") for column in columns]
+        lines.append(f"| {row} ({unit}) | " + " | ".join(shown) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> None:
+    """``python -m benchmarks.peers [results.json]``: the side-by-side and ratio tables."""
+    path = Path(argv[0]) if argv else ROOT / "benchmarks" / "results" / "peers" / "results.json"
+    results = json.loads(path.read_text())
+    print(side_by_side(results))
+    print()
+    print(ratio_table(results.get("peer_ratios") or []))
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
