@@ -440,10 +440,11 @@ def side_by_side(results: dict[str, Any]) -> str:
         column = f"{subject} ({entry['backend']})"
         if column not in columns:
             columns.append(column)
+        shape = ",.3g" if entry["unit"] == "ms" else ",.0f"
         low, high = entry["min"], entry["max"]
-        cells.setdefault((row, entry["unit"]), {})[column] = (
-            f"{entry['median']:,.3g}" if entry["unit"] == "ms" else f"{entry['median']:,.0f}"
-        ) + (f" ({low:,.3g} to {high:,.3g})" if low != high else "")
+        cells.setdefault((row, entry["unit"]), {})[column] = f"{entry['median']:{shape}}" + (
+            f" ({low:{shape}} to {high:{shape}})" if low != high else ""
+        )
     lines = [
         "| workload | " + " | ".join(columns) + " |",
         "| --- |" + " ---: |" * len(columns),
