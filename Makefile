@@ -37,13 +37,25 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
-.PHONY: bench-quick
+.PHONY: bench-quick bench-peers
+
+# PEERS (benchmarks/peers.py): workpool beside huey, dramatiq and taskiq, interleaved in one
+# run; installs the pinned peers extra first. Writes benchmarks/results/peers/ (results.json,
+# peers.md: the ratio table) so the full suite's results stay. Options through ARGS.
+PEERS_STAMP := $(VENV)/.installed-peers
+
+$(PEERS_STAMP): $(BENCH_STAMP) pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,bench,peers]'
+	touch $(PEERS_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m benchmarks $(ARGS)
 
 bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks --quick $(ARGS)
+
+bench-peers: $(PEERS_STAMP)
+	$(PY) -m benchmarks --only PEERS --out benchmarks/results/peers $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ from benchmarks import (
     b8_sqlite_normal,
     b9_steps,
     b10_retention,
+    peers,
 )
 from benchmarks.harness import Env, Workload
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
@@ -39,11 +40,13 @@ WORKLOADS: tuple[Workload, ...] = (
     b8_sqlite_normal.WORKLOAD,
     b9_steps.WORKLOAD,
     b10_retention.WORKLOAD,
+    peers.WORKLOAD,
 )
 BACKENDS = ("sqlite", "redis")
-SKIPPED_WHEN_QUICK = frozenset({"B8", "B10"})
-"""Left out of --quick unless named in --only: B8 is a comparison, not a bar; B10 runs
-100,000 runs (both keep --quick under 2 min)."""
+SKIPPED_WHEN_QUICK = frozenset({"B8", "B10", "PEERS"})
+"""Left out of --quick unless named in --only: B8 and PEERS are comparisons, not bars
+(PEERS needs the peers extra: make bench-peers); B10 runs 100,000 runs (all three keep
+--quick under 2 min)."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -53,7 +56,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        help="comma-separated workload ids, e.g. B1,B3 (default: all; --quick: all but B8)",
+        help="comma-separated workload ids, e.g. B1,B3 or PEERS (default: all; "
+        "--quick: all but B8, B10 and PEERS)",
     )
     parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis")
     parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")
@@ -93,8 +97,27 @@ async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
     return stores
 
 
+def peer_comparison(report: Report, out: Path) -> None:
+    """PEERS: drop the figures of skipped peers, print the ratio table, write peers.md."""
+    report.figures = [
+        f for f in report.figures if f.workload != peers.WORKLOAD.id or f.values or f.failed
+    ]
+    for entry in report.details:
+        for name, reason in (entry.get("skipped") or {}).items():
+            warning = f"PEERS [{entry['backend']}] {name} skipped: {reason}"
+            if warning not in report.warnings:
+                report.warnings.append(warning)
+    report.peer_ratios = peers.ratio_rows(report.figures)
+    if report.peer_ratios:
+        text = peers.ratio_table(report.peer_ratios)
+        print("\nworkpool / best peer (medians of this run):\n" + text)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "peers.md").write_text(text + "\n")
+
+
 def summarize(report: Report, out: Path) -> int:
     """Print the table, write the files, list missed bars and failures; the exit status."""
+    peer_comparison(report, out)
     print()
     print(table(report.figures))
     json_path, png_path = write(report, out)

@@ -37,6 +37,8 @@ class Report:
     """One entry per repetition run, discarded ones included."""
     warnings: list[str] = field(default_factory=list)
     duration_seconds: float = 0.0
+    peer_ratios: list[dict[str, Any]] = field(default_factory=list)
+    """PEERS: per backend and workload, workpool / the best peer (benchmarks.peers)."""
 
 
 def machine_info(redis_version: str | None) -> dict[str, Any]:
@@ -152,6 +154,7 @@ def to_json(report: Report) -> dict[str, Any]:
         ],
         "errors": report.errors,
         "warnings": report.warnings,
+        "peer_ratios": report.peer_ratios,
         "details": report.details,
     }
 
