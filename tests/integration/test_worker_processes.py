@@ -187,7 +187,7 @@ async def test_a_process_that_abandoned_a_timed_out_thread_is_replaced(
         await handle.result(timeout=30)
     await wait_until(lambda: "a sync handler's thread was abandoned" in log.read_text())
     await wait_until(lambda: not alive(first))  # the thread died with its process
-    await wait_until(lambda: serving(pool, supervisor, 1))  # and another one serves
+    await serving(pool, supervisor, 1)  # and another one serves
     (after,) = await pool.enqueue_many([process_app.chore.prepare(1)])
     assert await after.result(timeout=30) == 1
     await pool.aclose()

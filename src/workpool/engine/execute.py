@@ -61,7 +61,11 @@ def time_left(workflow: Workflow[Any, Any], claimed: ClaimedRun) -> float | None
     """Seconds this execution may take: the attempt's timeout less what the attempt
     executed before it was suspended (None: no limit)."""
     limit = attempt_timeout(workflow, claimed)
-    return None if limit is None else max(0.0, limit - claimed.elapsed)
+    return None if limit is None else _remaining(limit, claimed)
+
+
+def _remaining(limit: float, claimed: ClaimedRun) -> float:
+    return max(0.0, limit - claimed.elapsed)
 
 
 class _Deadline:
@@ -69,12 +73,12 @@ class _Deadline:
 
     def __init__(self, ctx: RunContext, claimed: ClaimedRun, limit: float) -> None:
         self._ctx = ctx
+        self._claimed = claimed
         self._limit = limit
-        self._elapsed = claimed.elapsed
         self._started = time.monotonic()
         self._task = asyncio.current_task()
-        seconds = max(0.0, limit - claimed.elapsed)
-        self._timer = asyncio.get_running_loop().call_later(seconds, self._expire)
+        remaining = _remaining(limit, claimed)
+        self._timer = asyncio.get_running_loop().call_later(remaining, self._expire)
 
     def _expire(self) -> None:
         self._ctx.time_ran_out()  # a sync handler sees ctx.cancelled
@@ -84,8 +88,9 @@ class _Deadline:
     def cancel(self) -> None:
         self._timer.cancel()
 
-    def error(self, claimed: ClaimedRun) -> RunTimeoutError:
-        ran = self._elapsed + time.monotonic() - self._started
+    def error(self) -> RunTimeoutError:
+        claimed = self._claimed
+        ran = claimed.elapsed + time.monotonic() - self._started
         return RunTimeoutError(
             f"run {claimed.lease.run_id} attempt {claimed.attempt} exceeded its timeout of "
             f"{self._limit:g} s (it ran {ran:.3f} s) and was stopped"
@@ -111,13 +116,13 @@ async def execute(
         result = await _call(workflow, ctx, value, env)
     except BaseException as error:  # every way a handler can end but returning
         if deadline is not None and ctx.timed_out:
-            return _failure(claimed, deadline.error(claimed), env)
+            return _failure(claimed, deadline.error(), env)
         return _outcome_of_error(claimed, ctx, error, env)
     finally:
         if deadline is not None:
             deadline.cancel()
     if deadline is not None and ctx.timed_out:  # it ignored the interruption
-        return _failure(claimed, deadline.error(claimed), env)
+        return _failure(claimed, deadline.error(), env)
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
     try:
