@@ -290,10 +290,11 @@ class Workpool(Client):
         max_lease_losses: int = 3,
         housekeeping_every: timedelta | float = timedelta(minutes=1),
         max_runs: int | None = None,
+        claim_ahead: bool = True,
         recycle_on_abandoned_thread: bool = False,
     ) -> Worker:
         """A worker for this pool: ``await worker.run()`` or ``async with pool.worker():``.
-        Durations are timedeltas or seconds; ``max_runs`` and
+        Durations are timedeltas or seconds; ``max_runs``, ``claim_ahead`` and
         ``recycle_on_abandoned_thread``: see ``WorkerOptions``."""
         options = WorkerOptions(
             queues=tuple(queues),
@@ -306,6 +307,7 @@ class Workpool(Client):
                 housekeeping_every, what="housekeeping_every", positive=True
             ),
             max_runs=max_runs,
+            claim_ahead=claim_ahead,
             recycle_on_abandoned_thread=recycle_on_abandoned_thread,
         )
         return Worker(self, options)

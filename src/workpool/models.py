@@ -129,8 +129,9 @@ class Run:
     retried_as: str | None = None
     """The run that re-runs this one, if any."""
     executions: int = 0
-    """How many times a worker started the handler: attempts, plus resumes after a
-    durable wait, plus restarts of an attempt handed back at a worker's shutdown."""
+    """How many times a worker took the run: attempts, plus resumes after a durable
+    wait, plus restarts of an attempt handed back at a worker's shutdown, plus claims
+    handed back before the handler began (runs a worker held ahead of its slots)."""
     run_time: timedelta = timedelta(0)
     """Time spent executing, every execution added up (``started_at`` to
     ``finished_at`` is the last execution only, waits included)."""

@@ -211,6 +211,39 @@ async def test_release_makes_run_queued_and_claimable_at_once(
     assert (await fetch(backend, run_id)).lease_losses == 0
 
 
+async def test_a_run_released_before_it_began_takes_the_same_attempt_again(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    run_id = await enqueue(backend, new_run(start), start)
+    first = await claim_one(backend, start)
+
+    await backend.release([first.lease], start + 1, started=False)
+
+    assert (await fetch(backend, run_id)).attempts == 1
+    again = await claim_one(backend, start + 1)
+    assert (again.lease.run_id, again.attempt, again.elapsed) == (run_id, 1, 0.0)
+    assert again.lease.token != first.lease.token
+    # The attempt after that is counted as usual.
+    await backend.release([again.lease], start + 2)
+    assert (await claim_one(backend, start + 2)).attempt == 2
+
+
+async def test_a_resumed_run_released_before_it_began_keeps_its_attempt_time(
+    backend: Backend, clock: ManualClock
+) -> None:
+    start = clock.now()
+    run_id = await enqueue(backend, new_run(start), start)
+    first = await claim_one(backend, start)
+    assert await backend.finish([Finish(first.lease, "suspend", wake_at=start + 10)], start + 2)
+    resumed = await claim_one(backend, start + 10)
+
+    await backend.release([resumed.lease], start + 11, started=False)
+
+    again = await claim_one(backend, start + 11)
+    assert (again.lease.run_id, again.attempt, again.elapsed) == (run_id, 1, 2.0)
+
+
 async def test_released_lease_cannot_write(backend: Backend, clock: ManualClock) -> None:
     start = clock.now()
     run_id = await enqueue(backend, new_run(start), start)

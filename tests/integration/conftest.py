@@ -12,10 +12,11 @@ from tests.integration.processes import Workers
 from workpool import Worker, Workpool
 
 
-def fast_worker(pool: Workpool, concurrency: int = 10) -> Worker:
+def fast_worker(pool: Workpool, concurrency: int = 10, *, claim_ahead: bool = True) -> Worker:
     """A worker with settings that keep end-to-end tests quick (cancels seen in 0.1 s)."""
     return pool.worker(
         concurrency=concurrency,
+        claim_ahead=claim_ahead,
         lease=timedelta(seconds=2),
         renew_every=timedelta(milliseconds=100),
         shutdown_grace=timedelta(seconds=2),

@@ -7,6 +7,8 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from tests.integration.conftest import fast_worker
 from workpool import RetryPolicy, RunContext, Workpool
 from workpool.backends.base import ClaimResult
@@ -96,5 +98,74 @@ async def test_a_worker_with_few_slots_fills_them_all_with_one_claim(pool: Workp
     async with fast_worker(pool, concurrency=10):
         for handle in handles:
             await handle.result(timeout=20)
-    assert max(sizes) == 10  # not a quarter of the slots: a claim per two runs drained slowly
+    assert sizes[0] == 10  # not a quarter of the slots: a claim per two runs drained slowly
     assert sum(sizes) == 40
+
+
+@pytest.mark.parametrize("claim_ahead", [True, False])
+async def test_a_worker_draining_short_runs_claims_ahead_but_runs_no_more_than_its_slots(
+    pool: Workpool, claim_ahead: bool
+) -> None:
+    running = 0
+    most_at_once = 0
+
+    @pool.workflow(max_concurrency=None)
+    async def chore(ctx: RunContext, value: int) -> int:
+        nonlocal running, most_at_once
+        running += 1
+        most_at_once = max(most_at_once, running)
+        await asyncio.sleep(0)
+        running -= 1
+        return value
+
+    backend = await pool.backend()
+    real_claim = backend.claim
+    sizes: list[int] = []
+
+    async def counted(*args: Any, **kwargs: Any) -> ClaimResult:
+        result = await real_claim(*args, **kwargs)
+        sizes.append(len(result.runs))
+        return result
+
+    backend.claim = counted  # type: ignore[method-assign]
+    handles = await pool.enqueue_many([chore.prepare(n) for n in range(300)])
+    async with fast_worker(pool, concurrency=2, claim_ahead=claim_ahead):
+        for handle in handles:
+            await handle.result(timeout=30)
+    # Claims of more runs than slots: the next runs were ready when slots freed.
+    assert (max(sizes) > 2) is claim_ahead, sizes
+    assert most_at_once <= 2
+
+
+async def test_runs_held_ahead_behind_a_slow_run_are_handed_back_to_other_workers(
+    pool: Workpool,
+) -> None:
+    slow_started, release_slow = asyncio.Event(), asyncio.Event()
+
+    @pool.workflow(max_concurrency=None)
+    async def quick(ctx: RunContext, value: int) -> int:
+        return value
+
+    @pool.workflow(max_concurrency=None)
+    async def slow(ctx: RunContext, _: None) -> None:
+        slow_started.set()
+        await asyncio.wait_for(release_slow.wait(), timeout=60)
+
+    before = await pool.enqueue_many([quick.prepare(n) for n in range(200)])
+    slow_run = await slow.run(None)
+    after = await pool.enqueue_many([quick.prepare(n) for n in range(200)])
+    first = fast_worker(pool, concurrency=1)  # max_hold: a quarter of its 2 s lease
+    async with first:
+        await asyncio.wait_for(slow_started.wait(), timeout=30)
+        # Its only slot is taken until the test says; what it claimed ahead meanwhile
+        # must not wait for that.
+        async with fast_worker(pool, concurrency=5):
+            for handle in [*before, *after]:
+                assert await handle.result(timeout=30) is not None
+            assert first.held_ahead == 0
+            assert (await pool.get_run(slow_run.id)).status == "running"
+            release_slow.set()
+            await slow_run.result(timeout=10)
+    # Runs handed back before they began did not spend an attempt.
+    for handle in after:
+        assert (await pool.get_run(handle.id)).attempts == 1

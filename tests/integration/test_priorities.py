@@ -54,7 +54,9 @@ async def test_a_worker_starts_runs_by_priority_under_gates_and_rate_limits(
     pool: Workpool,
 ) -> None:
     """One slot, a backlog of mixed priorities across a gated workflow and a rate
-    limited one: every start is the highest-priority run startable at that moment."""
+    limited one: every start is the highest-priority run startable at that moment.
+    (A worker that claims ahead starts the runs it holds first: they were the best
+    startable when it claimed them, a round trip or two before.)"""
     started: list[tuple[str, int]] = []
 
     @pool.workflow(max_concurrency=None)
@@ -80,7 +82,7 @@ async def test_a_worker_starts_runs_by_priority_under_gates_and_rate_limits(
         ]
     )
 
-    async with fast_worker(pool, concurrency=1):
+    async with fast_worker(pool, concurrency=1, claim_ahead=False):
         await wait_until(lambda: len(started) == 61)
 
     priorities = [priority_of[n] for _, n in started]

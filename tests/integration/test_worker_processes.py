@@ -127,8 +127,9 @@ async def test_max_runs_per_process_recycles_the_processes(
     workers: Workers, backend_url: str
 ) -> None:
     pool = Workpool(backend_url)
+    # --no-claim-ahead: a flag, passed on to each process as it was given.
     options = ("--processes", "2", "--max-runs-per-process", "5", "--concurrency", "2")
-    supervisor = workers.start(*options, *QUICK)
+    supervisor = workers.start(*options, "--no-claim-ahead", *QUICK)
     handles = await pool.enqueue_many([process_app.steady.prepare(0.05) for _ in range(20)])
     for handle in handles:
         await handle.result(timeout=30)

@@ -375,11 +375,13 @@ class Backend(Protocol):
         """
         ...
 
-    async def release(self, leases: Sequence[Lease], now: float) -> None:
+    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
         """Hand leases back (graceful shutdown): each held run becomes ``queued`` now.
 
-        One operation; ``attempts`` is not changed back; no lease loss is counted. A run
-        with a cancel request ends ``canceled`` instead (hooks fire).
+        One operation; no lease loss is counted. ``attempts`` is not changed back,
+        unless ``started`` is False (the worker claimed the runs ahead and never began
+        them): then the next claim of each takes the same attempt again, as a resumed
+        run does. A run with a cancel request ends ``canceled`` instead (hooks fire).
         """
         ...
 

@@ -104,6 +104,13 @@ def load_pool(target: str) -> Workpool:
     help="Replace a worker process by a fresh one once it has started this many runs "
     "(they finish first); implies a supervisor, even for one process (default: never).",
 )
+@click.option(
+    "--claim-ahead/--no-claim-ahead",
+    default=True,
+    show_default=True,
+    help="While a queue has a backlog, claim a few runs ahead of free slots (faster on "
+    "short runs); --no-claim-ahead: strict priority order under gates and rate limits.",
+)
 @click.option(SUPERVISOR_OPTION, "supervisor_pipes", hidden=True, default=None)
 def worker(
     pool_path: str,
@@ -119,6 +126,7 @@ def worker(
     metrics_refresh_seconds: float,
     processes: int,
     max_runs_per_process: int | None,
+    claim_ahead: bool,
     supervisor_pipes: str | None,
 ) -> None:
     """Run a worker for the pool MODULE:POOL until SIGTERM or SIGINT."""
@@ -137,6 +145,7 @@ def worker(
             renew_every=timedelta(seconds=renew_seconds),
             shutdown_grace=timedelta(seconds=shutdown_grace),
             max_runs=max_runs_per_process,
+            claim_ahead=claim_ahead,
             recycle_on_abandoned_thread=link is not None,  # the supervisor starts another
         )
         if metrics_port is not None:
@@ -216,7 +225,10 @@ def _supervise(ctx: click.Context, processes: int, shutdown_grace: float) -> int
                 continue
             if param.name == "metrics_port":
                 value += index - 1
-            arguments += [param.opts[0], str(value)]
+            if isinstance(param, click.Option) and param.is_flag:
+                arguments.append(param.opts[0] if value else param.secondary_opts[0])
+            else:
+                arguments += [param.opts[0], str(value)]
         return arguments
 
     supervisor = Supervisor(command, processes, shutdown_grace=shutdown_grace)

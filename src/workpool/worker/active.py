@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workpool.backends.base import ClaimedRun, Finish, Lease
@@ -56,6 +57,11 @@ class ActiveRuns:
         self._slot_freed = asyncio.Event()
         self._changes = 0
         """Counts slots freed and runs left, so a waiter misses none (see wait_for_change)."""
+        self.slots_freed = 0
+        """How many times a handler ended and freed its slot, so far."""
+        self.on_change: Callable[[], None] | None = None
+        """Called each time a slot frees or a run leaves (the worker then starts the
+        runs it holds ahead that now fit)."""
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -74,6 +80,7 @@ class ActiveRuns:
     def free_slot(self) -> None:
         """A held run's handler finished (any way): free the slot it took."""
         self._executing -= 1
+        self.slots_freed += 1
         self._changed()
 
     def remove(self, entry: ActiveRun) -> None:
@@ -88,6 +95,8 @@ class ActiveRuns:
     def _changed(self) -> None:
         self._changes += 1
         self._slot_freed.set()
+        if self.on_change is not None:
+            self.on_change()
 
     @property
     def changes(self) -> int:

@@ -34,6 +34,12 @@ class WorkerOptions:
     """Recycle the worker once it has started this many executions (a resumed run
     counts again): it claims no more, lets the runs it holds finish, and ``run()``
     returns (see ``Worker.request_recycle``). None (the default): no limit."""
+    claim_ahead: bool = True
+    """While a queue has a backlog, claim a few runs ahead of free slots so short runs
+    drain at the speed of slots, not of claims (``workpool.worker.ahead``). False:
+    claim only for free slots, so every start is the best run startable at that very
+    moment (strict priority order under gates and rate limits), at the cost of a claim
+    round trip between runs."""
     recycle_on_abandoned_thread: bool = False
     """Recycle the worker (``Worker.request_recycle``) once a sync handler's thread had
     to be abandoned (its time limit passed, its run was canceled or lost its lease):

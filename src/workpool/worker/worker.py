@@ -22,6 +22,7 @@ from workpool.engine.execute import Execution, execute, time_left
 from workpool.engine.fencing import LocalLease
 from workpool.engine.threads import HandlerThreads
 from workpool.worker.active import ActiveRun, ActiveRuns
+from workpool.worker.ahead import ClaimAhead
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
 from workpool.worker.health import BackendHealth, warn_about_settings
@@ -82,6 +83,9 @@ class Worker:
         self.options = options
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active = ActiveRuns()
+        self._ahead = ClaimAhead(
+            4 * max(CLAIM_FLOOR, options.concurrency // CLAIM_SHARE), options.lease.total_seconds()
+        )
         self._stopping = asyncio.Event()
         self._nudged = asyncio.Event()
         self._threads = HandlerThreads("workpool-handler", on_abandon=self._thread_abandoned)
@@ -148,6 +152,13 @@ class Worker:
             len(self._active.handler_tasks()),
         )
         self._stopping.set()
+
+    @property
+    def held_ahead(self) -> int:
+        """Runs claimed ahead of free slots, each to start as a slot frees (see
+        ``ClaimAhead``): a worker draining short runs holds a few, one running long
+        ones none."""
+        return len(self._ahead)
 
     @property
     def recycle_reason(self) -> str | None:
@@ -233,23 +244,28 @@ class Worker:
             await self._background
 
     async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
+        self._active.on_change = lambda: self._start_held(backend, finisher)
         while not self._stopping.is_set():
             seen = self._active.changes
-            alone = len(self._active) == 0
-            free = self._claimable()
-            if free <= 0 or (self._make_room_for_isolated and not alone):
+            self._start_held(backend, finisher)
+            alone = len(self._active) == 0 and len(self._ahead) == 0
+            size = self._claimable()
+            if size <= 0 or (self._make_room_for_isolated and not alone):
                 # A nudge (a retry or resume became due) cannot be acted on until a
                 # slot frees: waiting for the nudge too would turn this loop busily.
-                await self._until_stopping(self._active.wait_for_change(seen), on_nudge=False)
+                await self._until_stopping(
+                    self._slot_freed_or_held_too_long(backend, seen), on_nudge=False
+                )
                 continue
             now = self.settings.clock.now()
             self._nudged.clear()
             sent_at = time.monotonic()
+            self._ahead.claim_sent(self._active.slots_freed, sent_at)
             try:
                 result = await backend.claim(
                     self.options.queues,
                     self.id,
-                    free,
+                    size,
                     self.options.lease.total_seconds(),
                     self.options.max_lease_losses,
                     now,
@@ -262,10 +278,12 @@ class Worker:
                 continue
             self.health.succeeded()
             self._make_room_for_isolated = self._should_make_room(result, alone, now)
-            for claimed in result.runs:
-                self._start(claimed, backend, finisher, sent_at)
+            self._ahead.claim_returned(sent_at, size, result.runs, time.monotonic())
+            self._start_held(backend, finisher)
             self._count_started(len(result.runs))
-            if len(result.runs) < free and not self._make_room_for_isolated:
+            if len(result.runs) < size and not self._make_room_for_isolated and not self._ahead:
+                # (With runs still held ahead, the next turn waits for a slot instead,
+                # and hands them back if none frees in time.)
                 wait = backend.wait_for_work(
                     self.options.queues,
                     self._idle_wait(result.next_wake_at),
@@ -274,14 +292,40 @@ class Worker:
                 await self._until_stopping(wait)
 
     def _claimable(self) -> int:
-        """How many runs the next claim may take: free slots, a share of them at a time,
-        and no more than ``max_runs`` leaves."""
+        """How many runs the next claim may take: free slots (a share of them at a time)
+        and as many more as to hold ahead, no more than ``max_runs`` leaves."""
         concurrency = self.options.concurrency
         share = max(CLAIM_FLOOR, concurrency // CLAIM_SHARE)
-        free = min(self._active.free_slots(concurrency), share)
+        free = min(self._active.free_slots(concurrency) - len(self._ahead), share)
+        size = max(0, free) + (self._ahead.wanted() if self.options.claim_ahead else 0)
         if self.options.max_runs is None:
-            return free
-        return min(free, self.options.max_runs - self._runs_started)
+            return size
+        return min(size, self.options.max_runs - self._runs_started)
+
+    def _start_held(self, backend: Backend, finisher: Finisher) -> None:
+        """Start runs held ahead while slots are free."""
+        while len(self._ahead) and self._active.free_slots(self.options.concurrency) > 0:
+            held = self._ahead.take()
+            assert held is not None
+            self._start(held[0], backend, finisher, held[1])
+
+    async def _slot_freed_or_held_too_long(self, backend: Backend, seen: int) -> None:
+        """Wait for a slot to free; hand back the runs held ahead if that takes longer
+        than ``max_hold`` (a slow run came after fast ones: another worker may be idle)."""
+        due = self._ahead.hand_back_at()
+        if due is None:
+            await self._active.wait_for_change(seen)
+            return
+        try:
+            await asyncio.wait_for(self._active.wait_for_change(seen), due - time.monotonic())
+            return
+        except TimeoutError:
+            pass
+        held = self._ahead.take_all()
+        self._runs_started -= len(held)
+        logger.info("handing back %d runs held ahead: no slot freed for them in time", len(held))
+        leases = [run.lease for run in held]
+        await backend.release(leases, self.settings.clock.now(), started=False)
 
     def _count_started(self, runs: int) -> None:
         """Count runs started; recycle the worker once ``max_runs`` have started."""
@@ -453,15 +497,26 @@ class Worker:
         handler_tasks = self._active.handler_tasks()
         if handler_tasks:
             logger.info(
-                "waiting up to %s for %d runs", self.options.shutdown_grace, len(handler_tasks)
+                "waiting up to %s for %d runs (and %d held ahead)",
+                self.options.shutdown_grace,
+                len(handler_tasks),
+                len(self._ahead),
             )
-            await asyncio.wait(handler_tasks, timeout=self.options.shutdown_grace.total_seconds())
+        # Runs held ahead start as slots free: they were claimed, so they run now
+        # rather than be handed back with an attempt counted and nothing done.
+        deadline = time.monotonic() + self.options.shutdown_grace.total_seconds()
+        while handler_tasks and (left := deadline - time.monotonic()) > 0:
+            await asyncio.wait(handler_tasks, timeout=left)
+            handler_tasks = self._active.handler_tasks()
         leftovers = self._active.abandon_unfinished(reason="worker shutting down")
-        if leftovers:
+        unstarted = [run.lease for run in self._ahead.take_all()]
+        for leases, started in ((leftovers, True), (unstarted, False)):
+            if not leases:
+                continue
             try:
-                await backend.release(leftovers, self.settings.clock.now())
+                await backend.release(leases, self.settings.clock.now(), started=started)
             except Exception:
-                logger.exception("could not hand back %d leases; they expire", len(leftovers))
+                logger.exception("could not hand back %d leases; they expire", len(leases))
         await finisher.drain()
         for task in side_tasks:
             task.cancel()

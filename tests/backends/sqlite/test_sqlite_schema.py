@@ -102,6 +102,7 @@ SAMPLE_PARAMETERS = {
     "cancel_reason": None,
     "cancel_requested": 0,
     "lease_loss": 0,
+    "resume": 0,
     "run_id": "run-1",
     "parent_run_id": None,
     "parent_step": None,

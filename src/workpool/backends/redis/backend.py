@@ -283,9 +283,9 @@ class RedisBackend:
             codec.milliseconds(seconds),
         )
 
-    async def release(self, leases: Sequence[Lease], now: float) -> None:
+    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
         if leases:
-            await self._scripts.release(codec.seconds(now), codec.lease_pairs(leases))
+            await self._scripts.release(codec.seconds(now), started, codec.lease_pairs(leases))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         result = await self._scripts.cancel(codec.seconds(now), run_id, reason)

@@ -195,9 +195,9 @@ class Scripts:
         stored = await self._save_step(args)
         return None if stored is None else str(stored)
 
-    async def release(self, now: str, leases: Sequence[tuple[str, str]]) -> int:
+    async def release(self, now: str, started: bool, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""
-        args = [now, *(part for lease in leases for part in lease)]
+        args = [now, "1" if started else "0", *(part for lease in leases for part in lease)]
         return int(await self._release(args))
 
     async def cancel(self, now: str, run_id: str, reason: str | None) -> str:

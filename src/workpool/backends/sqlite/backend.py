@@ -234,9 +234,9 @@ class SQLiteBackend:
             lambda operations: operations.acquire_lease(name, holder, seconds, now)
         )
 
-    async def release(self, leases: Sequence[Lease], now: float) -> None:
+    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
         """See ``Backend.release``."""
-        await self._transact(lambda operations: operations.release(leases, now))
+        await self._transact(lambda operations: operations.release(leases, now, started))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """See ``Backend.cancel``."""

@@ -2,16 +2,19 @@
 --
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
--- ARGV[2..] pairs: run id, lease token
+-- ARGV[2]  '1' if the runs began, '0' if they were claimed ahead and never began
+-- ARGV[3..] pairs: run id, lease token
 --
 -- Each held run becomes queued now (attempts unchanged, no lease loss counted), or
--- ends canceled if its cancel was requested. Returns the number of runs released.
+-- ends canceled if its cancel was requested. A run that never began is marked
+-- resuming: its next claim takes the same attempt again. Returns the number of runs
+-- released.
 -- Each limited queue the runs left is woken if it has room and claimable runs
 -- (queues.lua).
 
-local now = ARGV[1]
+local now, began = ARGV[1], ARGV[2] == '1'
 local released = 0
-for i = 2, #ARGV, 2 do
+for i = 3, #ARGV, 2 do
   local run_id, token = ARGV[i], ARGV[i + 1]
   local run = read_run(run_id, 'lease_token', 'cancel_requested', 'rate')
   if run[1] == 'running' and run[11] == token then
@@ -19,6 +22,9 @@ for i = 2, #ARGV, 2 do
       end_run(run_id, run, 'canceled', now, {})
     else
       drop_lease(run_id, run)
+      if not began then
+        redis.call('HSET', run_key(run_id), 'resuming', '1')
+      end
       if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
         wake(run[2], run[3])
       end

@@ -112,9 +112,11 @@ class Ending(Admission):
                 self.woken.add(hook.queue)
                 self._fill(gate, hook.max_concurrency)
 
-    def _requeue(self, run_id: str, now: float, *, lease_loss: int) -> None:
+    def _requeue(self, run_id: str, now: float, *, lease_loss: int, resume: bool = False) -> None:
         left = self._leave_gate(run_id)
-        rows = self._execute("requeue_run", id=run_id, now=now, lease_loss=lease_loss).fetchall()
+        rows = self._execute(
+            "requeue_run", id=run_id, now=now, lease_loss=lease_loss, resume=int(resume)
+        ).fetchall()
         self._fill(*left)
         self._joined(rows, now)
 

@@ -97,8 +97,9 @@ class Finishing(Ending):
             self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, ran=ran)
             self._fill(*left)
 
-    def release(self, leases: Sequence[Lease], now: float) -> None:
-        """Queue held runs again now (or end them canceled if cancel was requested)."""
+    def release(self, leases: Sequence[Lease], now: float, started: bool) -> None:
+        """Queue held runs again now (or end them canceled if cancel was requested);
+        runs never ``started`` take the same attempt again when next claimed."""
         for lease in leases:
             held = self._held(lease)
             if held is None:
@@ -107,4 +108,4 @@ class Finishing(Ending):
             if records.flag(held, "cancel_requested"):
                 self._end(lease.run_id, "canceled", now)
             else:
-                self._requeue(lease.run_id, now, lease_loss=0)
+                self._requeue(lease.run_id, now, lease_loss=0, resume=not started)
