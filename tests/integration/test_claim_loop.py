@@ -79,11 +79,9 @@ async def test_a_stop_during_a_claim_starts_or_hands_back_what_the_claim_took(
     assert all(run.executions <= 1 for run in runs)
 
 
-async def test_a_worker_with_few_slots_fills_them_all_with_one_claim(pool: Workpool) -> None:
-    @pool.workflow(max_concurrency=None)
-    async def chore(ctx: RunContext, value: int) -> int:
-        return value
-
+async def claim_sizes(pool: Workpool) -> list[int]:
+    """The number of runs each claim of the pool's backend (on this loop) returns, as
+    the worker makes them."""
     backend = await pool.backend()  # the backend the worker will use on this loop
     real_claim = backend.claim
     sizes: list[int] = []
@@ -94,6 +92,15 @@ async def test_a_worker_with_few_slots_fills_them_all_with_one_claim(pool: Workp
         return result
 
     backend.claim = counted  # type: ignore[method-assign]
+    return sizes
+
+
+async def test_a_worker_with_few_slots_fills_them_all_with_one_claim(pool: Workpool) -> None:
+    @pool.workflow(max_concurrency=None)
+    async def chore(ctx: RunContext, value: int) -> int:
+        return value
+
+    sizes = await claim_sizes(pool)
     handles = await pool.enqueue_many([chore.prepare(n) for n in range(40)])
     async with fast_worker(pool, concurrency=10):
         for handle in handles:
@@ -118,16 +125,7 @@ async def test_a_worker_draining_short_runs_claims_ahead_but_runs_no_more_than_i
         running -= 1
         return value
 
-    backend = await pool.backend()
-    real_claim = backend.claim
-    sizes: list[int] = []
-
-    async def counted(*args: Any, **kwargs: Any) -> ClaimResult:
-        result = await real_claim(*args, **kwargs)
-        sizes.append(len(result.runs))
-        return result
-
-    backend.claim = counted  # type: ignore[method-assign]
+    sizes = await claim_sizes(pool)
     handles = await pool.enqueue_many([chore.prepare(n) for n in range(300)])
     async with fast_worker(pool, concurrency=2, claim_ahead=claim_ahead):
         for handle in handles:

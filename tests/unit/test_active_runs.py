@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from workpool.backends.base import ClaimedRun, Finish, Lease
+from tests.unit.runs import claimed_run
+from workpool.backends.base import Finish, Lease
 from workpool.engine.context import RunContext
 from workpool.worker.active import ActiveRun, ActiveRuns
 
@@ -15,16 +16,7 @@ async def _finished(run_id: str) -> Finish:
 
 
 async def held(run_id: str) -> ActiveRun:
-    claimed = ClaimedRun(
-        lease=Lease(run_id, "token"),
-        workflow="wf",
-        queue="default",
-        input="null",
-        attempt=1,
-        retry=None,
-        created_at=0.0,
-        available_at=0.0,
-    )
+    claimed = claimed_run(run_id)
     ctx = RunContext(run_id, "wf", "default", 1, logging.getLogger("test"))
     task = asyncio.create_task(_finished(run_id))
     await task

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-from workpool.backends.base import ClaimedRun, Lease
+from tests.unit.runs import claimed_run
+from workpool.backends.base import ClaimedRun
 from workpool.worker.ahead import ClaimAhead
 
 
 def runs(count: int) -> list[ClaimedRun]:
-    return [
-        ClaimedRun(
-            lease=Lease(f"run-{index}", "token"),
-            workflow="wf",
-            queue="default",
-            input="null",
-            attempt=1,
-            retry=None,
-            created_at=0.0,
-            available_at=0.0,
-        )
-        for index in range(count)
-    ]
+    return [claimed_run(f"run-{index}") for index in range(count)]
 
 
 def cycle(ahead: ClaimAhead, *, at: float, freed: int, round_trip: float, asked: int) -> None:
