@@ -6,12 +6,13 @@ here, from plain values: nothing in it knows the pool.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from workpool.backends.base import CompletionHook, NewRun, RateLimitSpec
-from workpool.definitions import PreparedRun, RunOptions, Workflow
-from workpool.options import RateLimit
+from workpool.definitions import PreparedRun, RunOptions, Workflow, run_options
+from workpool.options import RateLimit, RetryPolicy
 from workpool.registry import Registry
 from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, to_json
@@ -25,7 +26,14 @@ from workpool.validation import (
     timestamp_of,
 )
 
-__all__ = ["STRICT_STEP", "build_new_run", "new_run_id", "prepare_run", "rank_offset"]
+__all__ = [
+    "STRICT_STEP",
+    "build_new_run",
+    "new_run_id",
+    "prepare_run",
+    "rank_offset",
+    "stored_retry",
+]
 
 
 def rank_offset(priority: int, aging: float | None) -> float:
@@ -33,6 +41,13 @@ def rank_offset(priority: int, aging: float | None) -> float:
     ``available_at - offset``): ``priority * aging`` in a queue with ``priority_aging``,
     else ``priority * STRICT_STEP``, so priority decides first and age breaks ties."""
     return float(priority) * (STRICT_STEP if aging is None else aging)
+
+
+@functools.lru_cache(maxsize=64)
+def stored_retry(policy: RetryPolicy | None) -> str | None:
+    """A retry policy as stored with a run (JSON text), made once per policy: runs of a
+    workflow share a handful of policies."""
+    return None if policy is None else json.dumps(policy.to_json())
 
 
 def new_run_id(now: float) -> str:
@@ -57,7 +72,7 @@ def prepare_run(
     if definition is not None:
         return definition.prepare(input, **options)
     return PreparedRun(
-        name, to_json(input, what=f"input of workflow {name!r}"), RunOptions(**options)
+        name, to_json(input, what=f"input of workflow {name!r}"), run_options(options)
     )
 
 
@@ -86,7 +101,7 @@ def build_new_run(
         queue=check_name(queue, what="queue name"),
         input=prepared.input_json,
         available_at=_available_at(options, now),
-        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        retry=stored_retry(retry),
         hooks=_hooks(registry, settings, options, definition),
         idempotency_key=options.idempotency_key,
         idempotency_ttl=ttl,
@@ -161,7 +176,7 @@ def _hook(
         workflow=check_name(name, what="on_complete workflow name"),
         queue=queue,
         context=context,
-        retry=json.dumps(retry.to_json()) if retry is not None else None,
+        retry=stored_retry(retry),
         on_failure_only=on_failure_only,
         max_concurrency=target_def.max_concurrency if target_def is not None else None,
         priority=priority,

@@ -78,13 +78,13 @@ class Client:
         await self._backends.close()
 
     def close(self) -> None:
-        """Close the connections of the ``*_sync`` methods and stop their thread (the
-        next ``*_sync`` call starts them again)."""
+        """Close the connections of the ``*_sync`` methods and their event loop (the
+        next ``*_sync`` call opens them again)."""
         self._portal.close()
 
     @property
     def portal(self) -> Portal:
-        """The private loop thread that serves the ``*_sync`` methods."""
+        """The private event loop that serves the ``*_sync`` methods."""
         return self._portal
 
     # -- enqueue -------------------------------------------------------------------
@@ -102,7 +102,9 @@ class Client:
         if not new_runs:
             return []
         stored = await self._batchers.enqueue(new_runs, now)
-        if client_logger.isEnabledFor(logging.INFO):
+        if client_logger.isEnabledFor(logging.INFO) and client_logger.hasHandlers():
+            # (Without a handler nothing shows an INFO record: making one per run would
+            # cost more than the rest of the client's work.)
             _log_enqueued(new_runs, stored)
         return [
             RunHandle(self, outcome.run_id, prepared.output_adapter)

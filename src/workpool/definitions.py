@@ -40,6 +40,10 @@ ConcurrencyKey = Callable[[Any], object]
 """Computes a run's concurrency key from its (validated) input; the result is str()-ed."""
 
 
+DEFAULT_IDEMPOTENCY_TTL = timedelta(days=7)
+"""How long an idempotency key is remembered unless a run says otherwise."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunOptions:
     """How one run is enqueued. See ``Workflow.run`` for each field."""
@@ -47,7 +51,7 @@ class RunOptions:
     run_at: datetime | None = None
     run_after: timedelta | float | None = None
     idempotency_key: str | None = None
-    idempotency_ttl: timedelta | float = timedelta(days=7)
+    idempotency_ttl: timedelta | float = DEFAULT_IDEMPOTENCY_TTL
     queue: str | None = None
     retry: bool | RetryPolicy | None = None
     on_complete: Workflow[Any, Any] | str | None = None
@@ -94,6 +98,19 @@ def _check_completion(on_complete: object, context: object) -> None:
         raise ConfigurationError(f"on_complete must be a workflow or its name, got {on_complete!r}")
 
 
+DEFAULT_RUN_OPTIONS = RunOptions()
+
+
+def run_options(options: dict[str, Any]) -> RunOptions:
+    """``RunOptions(**options)``, or the shared defaults when every option is its default
+    (``Workflow.run`` passes each one): most runs give none, and checking them costs
+    more than the rest of ``prepare``."""
+    for value in options.values():
+        if value is not None and value is not DEFAULT_IDEMPOTENCY_TTL:
+            return RunOptions(**options)
+    return DEFAULT_RUN_OPTIONS
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedRun:
     """A validated, serialized run ready to enqueue (see ``Workpool.enqueue_many``)."""
@@ -119,7 +136,7 @@ class Enqueuer(Protocol):
 
     @property
     def portal(self) -> Portal:
-        """The loop thread of the ``*_sync`` methods."""
+        """The event loop of the ``*_sync`` methods."""
         ...
 
     async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
@@ -224,7 +241,7 @@ class Workflow(Generic[InputT, OutputT]):
         return PreparedRun(
             self.name,
             text,
-            RunOptions(**options),
+            run_options(options),
             self,
             self._key_of(value, self.concurrency_key, "concurrency_key"),
             self._key_of(value, rate_key, "rate_limit key"),
@@ -249,7 +266,7 @@ class Workflow(Generic[InputT, OutputT]):
         run_at: datetime | None = None,
         run_after: timedelta | float | None = None,
         idempotency_key: str | None = None,
-        idempotency_ttl: timedelta | float = timedelta(days=7),
+        idempotency_ttl: timedelta | float = DEFAULT_IDEMPOTENCY_TTL,
         queue: str | None = None,
         retry: bool | RetryPolicy | None = None,
         on_complete: Workflow[Any, Any] | str | None = None,

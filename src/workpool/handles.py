@@ -23,7 +23,7 @@ class RunSource(Protocol):
 
     @property
     def portal(self) -> Portal:
-        """The loop thread of the ``*_sync`` methods."""
+        """The event loop of the ``*_sync`` methods."""
         ...
 
     async def backend(self) -> Backend:

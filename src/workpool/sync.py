@@ -1,25 +1,38 @@
-"""The ``*_sync`` methods' private event loop, in a daemon thread (the portal).
+"""The ``*_sync`` methods' private event loop (the portal), driven by its callers.
 
 Synchronous code (Django and Flask views, scripts, sync handlers) has no event loop; the
 portal runs the async API's coroutines on one of its own and blocks the caller until
-they finish. Three rules make that safe wherever such code runs:
+they finish. The loop has no thread of its own: a caller runs it until its coroutine is
+done (it *drives* it). A caller that comes while another thread drives hands its
+coroutine to that loop and waits; when the driver's own call is done it stops, and a
+waiting caller drives on. So one caller at a time pays no hand-off between threads (a
+``*_sync`` call costs about what its ``await`` does), and concurrent callers share one
+loop, hence one connection and one group commit (``workpool.coalescing``).
+
+Three rules make that safe wherever such code runs:
 
 - On a thread that is running an event loop, a ``*_sync`` call raises
   ``SyncCallInEventLoopError`` at once: blocking there would freeze that loop (a
   worker's, past its leases) until the call returned.
 - In a child made by ``os.fork()`` (gunicorn ``--preload``, multiprocessing, prefork
-  servers), the portal starts afresh: the parent's loop thread does not exist there,
-  and the parent's loop and connections are left untouched (see ``forks``).
+  servers), the portal starts afresh: the parent's loop and connections are left
+  untouched (see ``forks``).
 - ``close()`` shuts the loop down as ``asyncio.run`` does, which closes every backend
-  opened on it, then ends the thread. The next call starts a new portal.
+  opened on it. The next call starts a new loop.
+
+Between calls nobody runs the loop, so nothing happens on it: its connections wait, as
+an idle connection does. A caller interrupted while it drives (``KeyboardInterrupt``)
+leaves its coroutine to be finished by the next call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from workpool.errors import SyncCallInEventLoopError
@@ -29,15 +42,21 @@ ResultT = TypeVar("ResultT")
 ParamsT = ParamSpec("ParamsT")
 
 
+def _runs_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def refuse_in_event_loop(call: str, coroutine: Coroutine[Any, Any, Any] | None = None) -> None:
     """Raise SyncCallInEventLoopError if this thread runs an event loop.
 
     ``call`` names the async method to await instead, as the caller would write it
     (``"pool.get_run"``, ``"charge.run"``); ``coroutine``, if given, is closed unrun.
     """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not _runs_a_loop():
         return
     if coroutine is not None:
         coroutine.close()
@@ -48,16 +67,24 @@ def refuse_in_event_loop(call: str, coroutine: Coroutine[Any, Any, Any] | None =
     )
 
 
-class Portal:
-    """Runs coroutines to completion on its own loop, from any thread, blocking the caller.
+@dataclass(eq=False)
+class _Loop:
+    """The portal's loop and whether a thread drives it now."""
 
-    The loop and its thread start at the first call.
-    """
+    loop: asyncio.AbstractEventLoop
+    driven: bool = False
+
+
+class Portal:
+    """Runs coroutines to completion on a private loop, from any thread without a running
+    loop, blocking the caller (see the module's docstring). The loop starts at the first
+    call."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._state = threading.Condition()
+        """Guards ``_current`` and each loop's ``driven``; notified when a loop stops
+        being driven and when a handed-over coroutine is done."""
+        self._current: _Loop | None = None
         on_fork(self)
 
     def call(self, coroutine: Coroutine[Any, Any, ResultT], call: str) -> ResultT:
@@ -67,55 +94,87 @@ class Portal:
         ``refuse_in_event_loop``).
         """
         refuse_in_event_loop(call, coroutine)
-        try:
-            loop = self._started()
-        except BaseException:
-            coroutine.close()
-            raise
-        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+        with self._state:
+            if self._current is None:
+                self._current = _Loop(asyncio.new_event_loop())
+            current = self._current
+            drive = not current.driven
+            current.driven = True
+        if drive:
+            return self._drive(current, coroutine)
+        return self._await_handed(
+            current, asyncio.run_coroutine_threadsafe(coroutine, current.loop)
+        )
 
     def close(self) -> None:
         """Shut the loop down like ``asyncio.run`` (calls still in flight are cancelled,
         then its async generators are finalized: that closes each backend opened on
-        it), then stop the loop and its thread."""
-        with self._lock:
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+        it), then close it. A later call starts a new loop.
+
+        From a thread that runs an event loop (an async test's teardown), a thread of
+        its own shuts the portal's loop down, since this one cannot run it."""
+        if _runs_a_loop():
+            closer = threading.Thread(target=self.close, name="workpool-portal-close")
+            closer.start()
+            closer.join()
             return
-        if threading.current_thread() is thread:
-            raise RuntimeError("the workpool portal cannot close itself from its own thread")
-        try:
-            asyncio.run_coroutine_threadsafe(_shut_down(), loop).result()
-        finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join()
-            loop.close()
+        with self._state:
+            current, self._current = self._current, None
+            if current is None:
+                return
+            drive = not current.driven
+            current.driven = True
+        if drive:
+            self._drive(current, _shut_down())
+        else:
+            self._await_handed(
+                current, asyncio.run_coroutine_threadsafe(_shut_down(), current.loop)
+            )
+            with self._state:
+                while current.driven:  # its driver stops once its own call is cancelled
+                    self._state.wait()
+        current.loop.close()
 
     def before_fork(self) -> None:
         """Nothing to do (see ``after_fork``)."""
 
     def after_fork(self, *, in_child: bool) -> None:
-        """In a forked child: leave the parent's loop alone (its thread is not there);
-        the next call starts the child's own."""
+        """In a forked child: leave the parent's loop alone (the thread that may have
+        driven it is not there); the next call starts the child's own."""
         if not in_child:
             return
-        if self._loop is not None:
-            disown_loop(self._loop)
-            INHERITED.append((self._loop, self._thread))
-        self._lock = threading.Lock()  # another thread may have held it at the fork
-        self._loop = self._thread = None
+        if self._current is not None:
+            disown_loop(self._current.loop)
+            INHERITED.append(self._current)
+        self._state = threading.Condition()  # another thread may have held it at the fork
+        self._current = None
 
-    def _started(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(
-                    target=loop.run_forever, name="workpool-sync", daemon=True
-                )
-                thread.start()
-                self._loop, self._thread = loop, thread
-            return self._loop
+    def _drive(self, current: _Loop, awaited: Awaitable[ResultT]) -> ResultT:
+        """Run ``current``'s loop in this thread until ``awaited`` is done (this thread
+        has marked it driven), then let a waiting caller drive it."""
+        try:
+            return current.loop.run_until_complete(awaited)
+        finally:
+            with self._state:
+                current.driven = False
+                self._state.notify_all()
+
+    def _await_handed(self, current: _Loop, handed: concurrent.futures.Future[ResultT]) -> ResultT:
+        """Wait for a coroutine handed to ``current``'s loop while another thread drove
+        it; drive the loop in its place if that thread stops first."""
+        handed.add_done_callback(self._notify)
+        with self._state:
+            while not handed.done() and current.driven:
+                self._state.wait()
+            drive = not handed.done()
+            current.driven = current.driven or drive
+        if drive:
+            return self._drive(current, asyncio.wrap_future(handed, loop=current.loop))
+        return handed.result()
+
+    def _notify(self, _: object) -> None:
+        with self._state:
+            self._state.notify_all()
 
 
 async def _shut_down() -> None:
