@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 
 from tests.unit.runs import claimed_run
 from workpool.backends.base import Finish, Lease
 from workpool.engine.context import RunContext
+from workpool.engine.fencing import LocalLease
 from workpool.worker.active import ActiveRun, ActiveRuns
 
 
@@ -36,14 +38,41 @@ async def test_a_done_handler_frees_its_slot_before_its_outcome_is_written() -> 
     assert len(active) == 2
 
 
-async def test_held_runs_are_bounded_at_two_per_slot() -> None:
+async def test_held_runs_are_bounded() -> None:
+    # Two per slot, or HELD_BEYOND_SLOTS more than the slots if that is more.
     active = ActiveRuns()
-    for run_id in ("a", "b"):
-        entry = await held(run_id)
+    for number in range(1 + ActiveRuns.HELD_BEYOND_SLOTS):
+        entry = await held(f"run-{number}")
         active.add(entry)
         active.free_slot()
+        if number < ActiveRuns.HELD_BEYOND_SLOTS:
+            assert active.free_slots(1) == 1, number
 
-    assert active.free_slots(1) == 0  # two outcomes wait to be written
-
+    assert active.free_slots(1) == 0  # 201 outcomes wait to be written
     active.remove(await held("other"))  # not held: changes nothing
     assert active.free_slots(1) == 0
+    assert active.free_slots(150) == 150 + ActiveRuns.HELD_BEYOND_SLOTS - len(active)  # 149
+    assert active.free_slots(300) == 300  # two per slot: 600 may be held
+
+
+async def test_the_renewal_of_an_earlier_claim_leaves_a_later_claim_of_the_run_alone() -> None:
+    # A renewal sent while attempt 1 was held can come back after attempt 1's outcome
+    # was written and the same worker claimed the run again (a retry due at once):
+    # "lost" then means attempt 1's lease, not attempt 2's.
+    active = ActiveRuns()
+    earlier = Lease("a", "token")
+    later = dataclasses.replace(claimed_run("a"), lease=Lease("a", "token-2"))
+    ctx = RunContext("a", "wf", "default", 2, logging.getLogger("test"))
+    never = asyncio.get_running_loop().create_future()
+    entry = ActiveRun(later, ctx, asyncio.ensure_future(never), lease=LocalLease(100.0))
+    active.add(entry)
+
+    active.confirm([earlier], sent_at=1_000.0, lease_seconds=30.0)
+    assert active.abandon(earlier, reason="lease lost") is None
+
+    assert not entry.abandoned
+    assert not entry.task.cancelled()
+    assert entry.lease is not None
+    assert entry.lease.deadline == 100.0
+    assert active.abandon(later.lease, reason="lease lost") is entry
+    assert entry.abandoned

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from workpool.backends.base import ClaimedRun, Finish, Lease
@@ -45,11 +45,15 @@ class ActiveRuns:
     A slot is taken while a handler executes. A run whose handler is done but whose
     outcome is not written yet is still held (its lease is renewed) but frees its
     slot, so the next claim overlaps the write instead of waiting for it. At most
-    ``HELD_PER_SLOT`` runs per slot are held, which bounds what a slow backend lets
-    pile up.
+    ``HELD_PER_SLOT`` runs per slot (and ``HELD_BEYOND_SLOTS`` more than the slots, if
+    that is more) are held, which bounds what a slow backend lets pile up.
     """
 
     HELD_PER_SLOT = 2
+    HELD_BEYOND_SLOTS = 200
+    """With few slots, two per slot would cap each finish write at a handful of
+    outcomes: 10 slots drained short runs at 10 outcomes a write, three quarters of
+    what 100 slots do (B2 "1 process, default --concurrency 10")."""
 
     def __init__(self) -> None:
         self._runs: dict[str, ActiveRun] = {}
@@ -68,9 +72,8 @@ class ActiveRuns:
 
     def free_slots(self, concurrency: int) -> int:
         """How many more runs may be claimed now by a worker with ``concurrency`` slots."""
-        return min(
-            concurrency - self._executing, self.HELD_PER_SLOT * concurrency - len(self._runs)
-        )
+        held = concurrency + max(concurrency * (self.HELD_PER_SLOT - 1), self.HELD_BEYOND_SLOTS)
+        return min(concurrency - self._executing, held - len(self._runs))
 
     def add(self, entry: ActiveRun) -> None:
         """Track a newly claimed run; its handler takes a slot."""
@@ -138,7 +141,7 @@ class ActiveRuns:
             "no longer renewed, so another worker takes the run when it expires",
             entry.run_id,
         )
-        self.abandon(entry.run_id, reason="handler ignored its time limit")
+        self.abandon(entry.claimed.lease, reason="handler ignored its time limit")
 
     def unstored_progress(self) -> dict[str, str]:
         """The progress each held run reported and did not store yet (run id -> JSON)."""
@@ -156,10 +159,16 @@ class ActiveRuns:
             if entry is not None:
                 entry.ctx.progress_stored(text)
 
-    def confirm(self, run_ids: set[str], sent_at: float, lease_seconds: float) -> None:
-        """A renewal sent at ``sent_at`` (monotonic) kept these runs' leases."""
-        for run_id in run_ids:
-            entry = self._runs.get(run_id)
+    def holding(self, lease: Lease) -> ActiveRun | None:
+        """The run held under ``lease``: None if it is not held, or held under a later
+        claim (a renewal or a cancel of the earlier claim must not touch it)."""
+        entry = self._runs.get(lease.run_id)
+        return entry if entry is not None and entry.claimed.lease == lease else None
+
+    def confirm(self, leases: Iterable[Lease], sent_at: float, lease_seconds: float) -> None:
+        """A renewal sent at ``sent_at`` (monotonic) kept these leases."""
+        for lease in leases:
+            entry = self.holding(lease)
             if entry is not None and entry.lease is not None and not entry.abandoned:
                 entry.lease.confirm(sent_at, lease_seconds)
                 self.fence(entry)
@@ -175,7 +184,7 @@ class ActiveRuns:
             entry.run_id,
         )
         entry.ctx.request_cancel()  # a sync handler sees ctx.cancelled
-        self.abandon(entry.run_id, reason="local lease ran out")
+        self.abandon(entry.claimed.lease, reason="local lease ran out")
 
     def renewable_leases(self) -> list[Lease]:
         """Leases still held, including runs whose outcome waits to be written."""
@@ -185,13 +194,14 @@ class ActiveRuns:
         """Tasks of handlers still running."""
         return [entry.task for entry in self._runs.values() if not entry.task.done()]
 
-    def abandon(self, run_id: str, *, reason: str) -> ActiveRun | None:
-        """Stop a run whose lease is gone, without writing its outcome; return it, or
-        None if it was not running (unknown, or its handler already done)."""
-        entry = self._runs.get(run_id)
+    def abandon(self, lease: Lease, *, reason: str) -> ActiveRun | None:
+        """Stop the run held under ``lease``, whose lease is gone, without writing its
+        outcome; return it, or None if it was not running (unknown, held under a later
+        claim, or its handler already done)."""
+        entry = self.holding(lease)
         if entry is None or entry.task.done():
             return None  # already finished: its outcome is on its way or written
-        logger.warning("run %s abandoned (%s)", run_id, reason)
+        logger.warning("run %s abandoned (%s)", lease.run_id, reason)
         entry.abandoned = True
         if entry.fence_timer is not None:
             entry.fence_timer.cancel()
@@ -203,15 +213,16 @@ class ActiveRuns:
         leases = []
         for entry in list(self._runs.values()):
             if not entry.task.done() and not entry.abandoned:
-                self.abandon(entry.run_id, reason=reason)
+                self.abandon(entry.claimed.lease, reason=reason)
                 leases.append(entry.claimed.lease)
         return leases
 
-    def request_cancel(self, run_id: str) -> None:
-        """Interrupt a run whose cancel was requested (async: now; sync: via ctx)."""
-        entry = self._runs.get(run_id)
+    def request_cancel(self, lease: Lease) -> None:
+        """Interrupt the run held under ``lease``, whose cancel was requested (async:
+        now; sync: via ctx)."""
+        entry = self.holding(lease)
         if entry is None or entry.task.done() or entry.ctx.cancelled:
             return
-        logger.info("run %s: cancel requested, interrupting", run_id)
+        logger.info("run %s: cancel requested, interrupting", lease.run_id)
         entry.ctx.request_cancel()
         entry.task.cancel()

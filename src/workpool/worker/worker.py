@@ -59,6 +59,11 @@ slots, a quarter of them is one or two runs a claim, and a claim per run or two 
 the default 10 slots drain a third as fast as 100 (B2). It changes nothing from 40
 slots up (B4 runs 50)."""
 
+AHEAD_FLOOR = 100
+"""Runs a worker may always hold ahead of its slots (how many it does hold follows its
+start rate, see ``ClaimAhead``): four claims' worth of 10 slots was 40 runs, so short
+runs at the default concurrency drained at the speed of 40-run claims (B2)."""
+
 
 def _consume_outcome(task: asyncio.Future[object]) -> None:
     if not task.cancelled():
@@ -84,7 +89,8 @@ class Worker:
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._active = ActiveRuns()
         self._ahead = ClaimAhead(
-            4 * max(CLAIM_FLOOR, options.concurrency // CLAIM_SHARE), options.lease.total_seconds()
+            max(AHEAD_FLOOR, 4 * max(CLAIM_FLOOR, options.concurrency // CLAIM_SHARE)),
+            options.lease.total_seconds(),
         )
         self._stopping = asyncio.Event()
         self._nudged = asyncio.Event()
@@ -451,14 +457,17 @@ class Worker:
                 continue
             self.health.succeeded()
             self._active.progress_stored(progress)
-            kept = {lease.run_id for lease in leases} - result.lost
+            # By lease, not run id: the same worker may hold a later claim of a run by
+            # the time the reply comes (an attempt ended and its retry was due at once).
+            kept = [lease for lease in leases if lease.run_id not in result.lost]
             self._active.confirm(kept, sent_at, lease_seconds)
-            for run_id in result.lost:
-                lost = self._active.abandon(run_id, reason="lease lost")
-                if lost is not None and self.metrics is not None:
-                    self.metrics.lease_lost(lost.claimed.workflow)
-            for run_id in result.cancel_requested:
-                self._active.request_cancel(run_id)
+            for lease in leases:
+                if lease.run_id in result.lost:
+                    lost = self._active.abandon(lease, reason="lease lost")
+                    if lost is not None and self.metrics is not None:
+                        self.metrics.lease_lost(lost.claimed.workflow)
+                elif lease.run_id in result.cancel_requested:
+                    self._active.request_cancel(lease)
 
     async def _heartbeat_loop(self, backend: Backend) -> None:
         """Tell the backend every ``HEARTBEAT_EVERY`` which workflows this worker serves
