@@ -1,0 +1,200 @@
+"""Fixtures of the dashboard's browser tests: one headless Chromium per test process,
+and per backend one store with a real worker, the dashboard served by ``workpool
+dashboard`` (with a token) and a host app serving it read-only at /ops.
+
+Everything lives on the session's event loop (the tests are marked for it), so that the
+browser and the servers start once per backend, not once per test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+import pytest_asyncio
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+
+from tests.dashboard.app import SERVED, make_pool
+from tests.polling import wait_until
+from tests.redis_server import RedisServer
+from workpool import Workpool
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "test-token-0123456789"
+"""The token of the dashboard that ``workpool dashboard`` serves in these tests."""
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    # Without these, Chromium's own connections to the network are refused here and
+    # slow it down: the tests reach 127.0.0.1 only.
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+START_DEADLINE = 30.0
+"""Seconds a server process gets to print its address."""
+
+expect.set_options(timeout=20_000)  # a loaded machine: a deadline, not a pause
+
+
+@dataclass(frozen=True)
+class Site:
+    """One backend's store, its worker and its two dashboards."""
+
+    backend: str
+    pool: Workpool
+    """A pool on the store, to enqueue and check what the pages did."""
+    url: str
+    """The token-guarded dashboard of ``workpool dashboard`` (ends with /)."""
+    mounted_url: str
+    """The read-only dashboard mounted at /ops of a host app (ends with /ops/)."""
+
+
+def chromium_path() -> str:
+    """Debian's chromium (``make test`` installs it), or fail saying how to get it."""
+    found = os.environ.get("WORKPOOL_CHROMIUM") or shutil.which("chromium")
+    if found is None:
+        pytest.fail("no chromium on PATH: `make test` installs it (apt-get install chromium)")
+    return found
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser() -> AsyncIterator[Browser]:
+    """One headless Chromium for every test of this process."""
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS
+        )
+        yield launched
+        await launched.close()
+
+
+@pytest.fixture(scope="session", params=["sqlite", "redis"])
+def store_url(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """An empty store of each backend (a private redis-server: the other tests flush
+    the shared one)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path_factory.mktemp('dashboard')}/store.db"
+        return
+    with RedisServer() as server:
+        yield server.url
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def site(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
+    """The store of ``store_url`` with a worker and both dashboards running."""
+    folder = tmp_path_factory.mktemp("dashboard-logs")
+    env = {**os.environ, "WORKPOOL_URL": store_url}
+    backend = "sqlite" if store_url.startswith("sqlite") else "redis"
+    pool = make_pool(store_url)
+    with contextlib.ExitStack() as stack:
+        worker = stack.enter_context(
+            _process(
+                ["workpool", "worker", "tests.dashboard.app:pool", "--queues", ",".join(SERVED),
+                 "--concurrency", "8", "--lease-seconds", "2", "--renew-seconds", "0.2"],
+                env, folder / "worker.log", stdout=subprocess.DEVNULL,
+            )
+        )  # fmt: skip
+        await wait_until(lambda: _serving(pool), limit=START_DEADLINE)
+        dashboard = stack.enter_context(
+            _process(
+                ["workpool", "dashboard", "tests.dashboard.app:pool", "--port", "0",
+                 "--token", TOKEN, "--refresh-seconds", "0.3"],
+                env, folder / "dashboard.log",
+            )
+        )  # fmt: skip
+        mounted = stack.enter_context(
+            _process(["tests.dashboard.mounted"], env, folder / "mounted.log")
+        )
+        first_line = await _address(dashboard)
+        url = first_line.split()[2]
+        yield Site(backend, pool, url, await _address(mounted))
+        assert worker.poll() is None, "the worker died during the tests"
+        await pool.aclose()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def context(browser: Browser) -> AsyncIterator[BrowserContext]:
+    """A fresh browser profile (no cookies) for one test."""
+    opened = await browser.new_context(viewport={"width": 1400, "height": 900})
+    yield opened
+    await opened.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def page(context: BrowserContext, site: Site) -> Page:
+    """A tab logged in to the token-guarded dashboard (``?token=`` once, then its cookie)."""
+    opened = await context.new_page()
+    await opened.goto(f"{site.url}?token={TOKEN}")
+    await expect(opened).to_have_url(site.url)
+    return opened
+
+
+async def has_status(site: Site, run_id: str, status: str) -> bool:
+    """Whether the run is in ``status`` now."""
+    return (await site.pool.get_run(run_id)).status == status
+
+
+async def failed_run(site: Site, message: str) -> str:
+    """The id of a run of ``explode`` (raises ValueError(message)), once it has failed."""
+    handle = await site.pool.run_by_name("explode", message)
+    await wait_until(lambda: has_status(site, handle.id, "failed"))
+    return handle.id
+
+
+async def _serving(pool: Workpool) -> bool:
+    return bool(await pool.live_workers())
+
+
+@contextlib.contextmanager
+def _process(
+    arguments: list[str], env: dict[str, str], log: Path, stdout: int = subprocess.PIPE
+) -> Iterator[subprocess.Popen[str]]:
+    """``python -m <arguments>`` in the repository, its stderr to ``log``; stopped
+    (SIGTERM, then SIGKILL) at exit."""
+    with log.open("w") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", *arguments],
+            cwd=ROOT,
+            env=env,
+            stdout=stdout,
+            stderr=errors,
+            text=True,
+        )
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            _close(process.stdout)
+
+
+def _close(stream: IO[str] | None) -> None:
+    if stream is not None:
+        stream.close()
+
+
+async def _address(process: subprocess.Popen[str]) -> str:
+    """The first line a server process prints: its address."""
+    assert process.stdout is not None
+    line = await asyncio.wait_for(asyncio.to_thread(process.stdout.readline), START_DEADLINE)
+    assert line, f"the process exited ({process.poll()}) before printing its address"
+    return line.strip()
