@@ -37,7 +37,14 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.environment.filters.update(
-            duration=duration, ago=ago, pretty=pretty, percent=percent, shown=shown, utc=utc
+            duration=duration,
+            ago=ago,
+            pretty=pretty,
+            compact=compact,
+            percent=percent,
+            shown=shown,
+            utc=utc,
+        
         )
 
     def page(
@@ -98,7 +105,12 @@ def ago(moment: datetime | None, now: datetime | None = None) -> str:
 
 def pretty(value: Any) -> str:
     """A JSON value as indented text."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def compact(value: Any) -> str:
+    """A JSON value on one line."""
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def shown(text: str | None) -> str:

@@ -42,8 +42,12 @@ async def read_workflows(pool: Workpool) -> list[WorkflowView]:
         found: list[Trigger] = []
         if registered.cron:
             page = await pool.list_runs(workflow=registered.name, limit=CRON_RUNS)
-            oldest = page.runs[-1].created_at.timestamp() if page.cursor else 0.0
-            found = triggers(registered.cron, page.runs, oldest, now)
+            # Judged: the ticks since the definition was registered (a worker of its app
+            # started) that the page of runs covers.
+            covered = registered.updated_at.timestamp()
+            if page.cursor is not None:
+                covered = max(covered, page.runs[-1].created_at.timestamp())
+            found = triggers(registered.cron, page.runs, covered, now)
         views.append(
             WorkflowView(
                 registered=registered,
