@@ -44,7 +44,6 @@ class Renderer:
             percent=percent,
             shown=shown,
             utc=utc,
-        
         )
 
     def page(
