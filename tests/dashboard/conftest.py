@@ -81,35 +81,61 @@ async def browser() -> AsyncIterator[Browser]:
         await launched.close()
 
 
-@pytest.fixture(scope="session", params=["sqlite", "redis"])
-def store_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    """An empty store of each backend (a private redis-server: the other tests flush
-    the shared one)."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path_factory.mktemp('dashboard')}/store.db"
-        return
-    with RedisServer() as server:
-        yield server.url
+class Sites:
+    """Each backend's site, started when a test first needs it and kept until the end of
+    the session: the tests of both backends may come in any order."""
+
+    def __init__(self, folders: pytest.TempPathFactory) -> None:
+        self._folders = folders
+        self._open: dict[str, Site] = {}
+        self._stack = contextlib.AsyncExitStack()
+
+    async def get(self, backend: str) -> Site:
+        if backend not in self._open:
+            folder = self._folders.mktemp(f"dashboard-{backend}")
+            self._open[backend] = await self._stack.enter_async_context(
+                _running_site(backend, folder)
+            )
+        return self._open[backend]
+
+    async def close(self) -> None:
+        await self._stack.aclose()
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def site(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Site]:
-    """The store of ``store_url`` with a worker and both dashboards running."""
-    folder = tmp_path_factory.mktemp("dashboard-logs")
-    env = {**os.environ, "WORKPOOL_URL": store_url}
-    backend = "sqlite" if store_url.startswith("sqlite") else "redis"
-    pool = make_pool(store_url)
+async def sites(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Sites]:
+    """The sites of this test process."""
+    opened = Sites(tmp_path_factory)
+    yield opened
+    await opened.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session", params=["sqlite", "redis"])
+async def site(request: pytest.FixtureRequest, sites: Sites) -> Site:
+    """A store of each backend with a worker and both dashboards running."""
+    return await sites.get(request.param)
+
+
+@contextlib.asynccontextmanager
+async def _running_site(backend: str, folder: Path) -> AsyncIterator[Site]:
+    """A store (SQLite in ``folder``, or a private redis-server: the other tests flush
+    the shared one), its worker and its two dashboards, all started at once."""
     with contextlib.ExitStack() as stack:
+        if backend == "sqlite":
+            store_url = f"sqlite:///{folder}/store.db"
+        else:
+            store_url = stack.enter_context(RedisServer()).url
+        pool = make_pool(store_url)
+        await pool.stats()  # creates the store: the dashboard never does
+        env = {**os.environ, "WORKPOOL_URL": store_url}
         worker = stack.enter_context(
             _process(
                 ["workpool", "worker", "tests.dashboard.app:pool", "--queues", ",".join(SERVED),
-                 "--concurrency", "8", "--lease-seconds", "2", "--renew-seconds", "0.2"],
+                 "--concurrency", "8", "--lease-seconds", "2", "--renew-seconds", "0.2",
+                 "--shutdown-grace", "0"],
                 env, folder / "worker.log", stdout=subprocess.DEVNULL,
             )
         )  # fmt: skip
-        await wait_until(lambda: _serving(pool), limit=START_DEADLINE)
         dashboard = stack.enter_context(
             _process(
                 ["workpool", "dashboard", "tests.dashboard.app:pool", "--port", "0",
@@ -120,9 +146,10 @@ async def site(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Asyn
         mounted = stack.enter_context(
             _process(["tests.dashboard.mounted"], env, folder / "mounted.log")
         )
-        first_line = await _address(dashboard)
-        url = first_line.split()[2]
-        yield Site(backend, pool, url, await _address(mounted))
+        url = (await _address(dashboard)).split()[2]
+        mounted_url = await _address(mounted)
+        await wait_until(lambda: _serving(pool), limit=START_DEADLINE)
+        yield Site(backend, pool, url, mounted_url)
         assert worker.poll() is None, "the worker died during the tests"
         await pool.aclose()
 
