@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import logging
 import random
-import shutil
 import tempfile
 import time
 from datetime import timedelta
@@ -23,21 +22,12 @@ from pathlib import Path
 
 from playwright.async_api import async_playwright
 
+from tests.dashboard import chromium
 from workpool import Cron, RateLimit, RetryPolicy, RunContext, Workpool
 from workpool.clock import ManualClock
 from workpool.dashboard import create_dashboard
 from workpool.dashboard.server import listen, serve, url_of
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 QUEUES = ("payments", "emails", "fulfilment", "reports")
 HISTORY_MINUTES = 58
 
@@ -140,7 +130,7 @@ async def live_runs(pool: Workpool) -> dict[str, str]:
 async def screenshots(base: str, ids: dict[str, str], out: Path) -> None:
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(
-            executable_path=shutil.which("chromium") or "chromium", args=CHROMIUM_ARGS
+            executable_path=chromium.executable(), args=chromium.ARGUMENTS
         )
         page = await browser.new_page(viewport={"width": 1360, "height": 900})
         pages = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,6 +22,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
+from tests.dashboard import chromium
 from tests.dashboard.app import SERVED, make_pool
 from tests.polling import wait_until
 from tests.redis_server import RedisServer
@@ -31,18 +31,6 @@ from workpool import Workpool
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "test-token-0123456789"
 """The token of the dashboard that ``workpool dashboard`` serves in these tests."""
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    # Without these, Chromium's own connections to the network are refused here and
-    # slow it down: the tests reach 127.0.0.1 only.
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 START_DEADLINE = 30.0
 """Seconds a server process gets to print its address."""
 
@@ -62,21 +50,15 @@ class Site:
     """The read-only dashboard mounted at /ops of a host app (ends with /ops/)."""
 
 
-def chromium_path() -> str:
-    """Debian's chromium (``make test`` installs it), or fail saying how to get it."""
-    found = os.environ.get("WORKPOOL_CHROMIUM") or shutil.which("chromium")
-    if found is None:
-        pytest.fail("no chromium on PATH: `make test` installs it (apt-get install chromium)")
-    return found
-
-
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[Browser]:
     """One headless Chromium for every test of this process."""
+    try:
+        path = chromium.executable()
+    except RuntimeError as error:
+        pytest.fail(str(error))
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium_path(), args=CHROMIUM_ARGS
-        )
+        launched = await playwright.chromium.launch(executable_path=path, args=chromium.ARGUMENTS)
         yield launched
         await launched.close()
 
