@@ -70,6 +70,11 @@ def shop(url: str) -> Workpool:
     async def nightly_report(ctx: RunContext, value: None) -> str:
         return "report.pdf"
 
+    # Every 10 s, 12 s long, one at a time: its ticks are fired and skipped in turn.
+    @pool.workflow(queue="reports", max_concurrency=1, cron=[Cron("* * * * * */10")])
+    async def ping_partners(ctx: RunContext, value: None) -> None:
+        await asyncio.sleep(12)
+
     @pool.workflow(queue="imports", max_concurrency=2)
     async def import_feed(ctx: RunContext, feed: str) -> int:
         return 0
@@ -137,12 +142,19 @@ async def screenshots(base: str, ids: dict[str, str], out: Path) -> None:
             "overview": base,
             "run": f"{base}runs/{ids['run']}",
             "failed-run": f"{base}runs/{ids['failed-run']}",
-            "workflows": f"{base}workflows",
         }
         for name, address in pages.items():
             await page.goto(address)
             await page.wait_for_timeout(300)
             await page.screenshot(path=out / f"dashboard-{name}.png", full_page=True)
+        # The workflows page once a tick of ping_partners was skipped (within a minute).
+        await page.goto(f"{base}workflows")
+        skipped = page.locator('[data-cron="ping_partners:0"] [data-tick="skipped"]')
+        deadline = time.monotonic() + 90
+        while not await skipped.count() and time.monotonic() < deadline:
+            await page.wait_for_timeout(1000)
+            await page.reload()
+        await page.screenshot(path=out / "dashboard-workflows.png", full_page=True)
         await browser.close()
 
 

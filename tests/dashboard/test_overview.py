@@ -43,17 +43,13 @@ async def test_pause_stops_new_starts_and_resume_starts_them(site: Site, page: P
 
 
 async def test_max_parallelism_is_set_from_the_page(site: Site, page: Page) -> None:
-    field = page.get_by_label("max_parallelism of pausable")
-    await field.fill("3")
-    await field.press("Enter")
-    await expect(page.get_by_label("max_parallelism of pausable")).to_have_value("3")
-    assert (await site.pool.get_queue("pausable")).max_parallelism == 3
-
-    field = page.get_by_label("max_parallelism of pausable")
-    await field.fill("")
-    await field.press("Enter")
-    await expect(page.get_by_label("max_parallelism of pausable")).to_have_value("")
-    assert (await site.pool.get_queue("pausable")).max_parallelism is None
+    for typed, stored in (("3", 3), ("", None)):
+        field = page.get_by_label("max_parallelism of pausable")
+        await field.fill(typed)
+        async with page.expect_navigation():  # the POST, then the overview again
+            await field.press("Enter")
+        await expect(page.get_by_label("max_parallelism of pausable")).to_have_value(typed)
+        assert (await site.pool.get_queue("pausable")).max_parallelism == stored
 
 
 async def test_read_only_mode_has_no_buttons_and_refuses_actions(

@@ -4,6 +4,7 @@ guards' settings."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 
 import pytest
 
@@ -194,3 +195,12 @@ def test_retry_policies_read_in_words() -> None:
     stored = {"max_attempts": 5, "initial_backoff": 0.25, "base": 2.0}
     assert describe_retry(stored).startswith("5 attempts; waits 0.25 s, then 2 times longer")
     assert describe_retry({"max_attempts": "x"}).startswith("unreadable policy")
+
+
+def test_no_template_marks_text_as_safe() -> None:
+    """Run inputs, outputs and errors are untrusted: every value is escaped."""
+    templates = resources.files("workpool.dashboard").joinpath("templates")
+    for template in templates.iterdir():
+        text = template.read_text("utf-8")
+        assert "|safe" not in text.replace(" ", ""), template.name
+        assert "autoescape" not in text, template.name

@@ -14,7 +14,8 @@ from workpool.cli.common import URL_OPTION, CommandRefusedError, fail, require_s
 from workpool.cli.worker import load_pool
 from workpool.errors import ConfigurationError
 
-MISSING_EXTRA = "the dashboard needs its extra: pip install 'workpool[dashboard]'"
+EXTRA = frozenset({"starlette", "uvicorn", "jinja2"})
+"""The packages of the ``dashboard`` extra."""
 
 
 @click.command()
@@ -65,8 +66,10 @@ def dashboard(
         from workpool.dashboard import server
         from workpool.dashboard.app import create_dashboard
         from workpool.dashboard.options import parse_basic_auth
-    except ImportError:
-        fail(MISSING_EXTRA, 2)
+    except ModuleNotFoundError as error:
+        if error.name not in EXTRA:
+            raise
+        fail(f"the dashboard needs {error.name}: pip install 'workpool[dashboard]'", 2)
     if pool_path is not None and _typed("url"):
         fail("give MODULE:POOL (its pool names its store) or --url, not both", 2)
     pool = load_pool(pool_path) if pool_path is not None else Workpool(url)

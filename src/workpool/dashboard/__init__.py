@@ -14,6 +14,5 @@ Modules: ``app`` (routes), ``pages`` and ``actions`` (GET and POST endpoints),
 """
 
 from workpool.dashboard.app import create_dashboard
-from workpool.dashboard.options import DashboardOptions
 
-__all__ = ["DashboardOptions", "create_dashboard"]
+__all__ = ["create_dashboard"]
