@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types imports unit bench clean
+.PHONY: demo test lint types imports unit bench clean chromium
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -24,9 +24,20 @@ types: $(STAMP)
 imports: $(STAMP)
 	$(VENV)/bin/lint-imports
 
+# The dashboard's browser tests (tests/dashboard) drive Debian's chromium, headless,
+# through Playwright (the dev extra): installed with apt when it is missing (as root, else
+# through sudo). Playwright's own browser download is not used.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the dashboard's browser tests"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
 # Two test processes: each starts its own redis-server; tests wait on I/O far more than
 # they compute, so this halves the time on 2 cores. A single test: .venv/bin/pytest PATH.
-test: lint types imports
+test: lint types imports chromium
 	$(VENV)/bin/pytest -q -n 2
 
 # The benchmark suite (docs/benchmarks.md): `make bench`, `make bench-quick` (under 2 min),

@@ -115,6 +115,7 @@ from workpool.backends.values import (
     Finish,
     FinishStatus,
     Lease,
+    MinuteCounters,
     NewRun,
     PairActivity,
     PairCounters,
@@ -152,6 +153,7 @@ __all__ = [
     "RunPage",
     "PairActivity",
     "PairCounters",
+    "MinuteCounters",
     "WorkerRecord",
     "StatsSnapshot",
     "RerunStatus",
@@ -435,6 +437,12 @@ class Backend(Protocol):
         """Active counts per (queue, workflow), counters of the minutes from the one
         holding ``since`` to the one holding ``now``, and each queue's oldest claimable
         run. One read; its cost grows with the pairs and the minutes, not the history."""
+        ...
+
+    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
+        """The counters of each minute from the one holding ``since`` to the one holding
+        ``now`` that has a count, oldest first: ``get_stats``' counters before they are
+        summed. One read; its cost grows with the pairs and the minutes, not the history."""
         ...
 
     async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:

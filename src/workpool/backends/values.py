@@ -243,6 +243,16 @@ class WorkerRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class MinuteCounters:
+    """The counters of one minute, as ``get_minute_counters`` returns them."""
+
+    minute: float
+    """The minute's start: ``floor(t / 60) * 60`` of the transitions it counts."""
+    counters: list[PairCounters]
+    """Every pair with a count in that minute, sorted by (queue, workflow)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StatsSnapshot:
     """What ``get_stats`` returns."""
 

@@ -20,6 +20,7 @@ from workpool.backends.base import (
     Enqueued,
     Finish,
     Lease,
+    MinuteCounters,
     NewRun,
     QueueSettings,
     RenewResult,
@@ -335,6 +336,10 @@ class RedisBackend:
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
         return codec.decode_stats(*await self._scripts.get_stats(first, last), now)
+
+    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
+        first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
+        return codec.decode_minute_counters(await self._scripts.get_minute_counters(first, last))
 
     async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
         return await self._scripts.purge(

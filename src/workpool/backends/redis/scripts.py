@@ -55,6 +55,7 @@ OPERATIONS = (
     "acquire_lease",
     "list_runs",
     "get_stats",
+    "get_minute_counters",
     "purge",
     "rerun",
     "heartbeat",
@@ -120,6 +121,7 @@ class Scripts:
         self._acquire_lease = Script(link, tag, "acquire_lease")
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
+        self._get_minute_counters = Script(link, tag, "get_minute_counters")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._heartbeat = Script(link, tag, "heartbeat")
@@ -240,6 +242,11 @@ class Scripts:
         """(activity, counters, oldest, worker records) as flat lists; see get_stats.lua."""
         activity, counters, oldest, workers = await self._get_stats([first_minute, last_minute])
         return activity, counters, oldest, workers
+
+    async def get_minute_counters(self, first_minute: int, last_minute: int) -> list[Any]:
+        """Per minute, its start then its counters' fields and values (a flat list);
+        see get_minute_counters.lua."""
+        return list(await self._get_minute_counters([first_minute, last_minute]))
 
     async def purge(self, finished_before: str, limit: int, counters_before: str) -> int:
         """How many runs were deleted."""

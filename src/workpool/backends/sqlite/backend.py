@@ -28,6 +28,7 @@ from workpool.backends.base import (
     Enqueued,
     Finish,
     Lease,
+    MinuteCounters,
     NewRun,
     QueueSettings,
     RenewResult,
@@ -279,6 +280,12 @@ class SQLiteBackend:
         """See ``Backend.get_stats``: three reads in one read transaction."""
         return await self._thread.snapshot(
             lambda connection: reads.get_stats(connection, self._queries, since, now)
+        )
+
+    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
+        """See ``Backend.get_minute_counters``: one read."""
+        return await self._thread.snapshot(
+            lambda connection: reads.get_minute_counters(connection, self._queries, since, now)
         )
 
     async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:

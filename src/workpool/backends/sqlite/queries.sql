@@ -429,6 +429,13 @@ FROM counters WHERE minute BETWEEN :first AND :last
 GROUP BY queue, workflow
 ORDER BY queue, workflow;
 
+-- name: minute_counters
+-- Counters of each minute from :first to :last and each pair with a row, oldest first.
+SELECT
+    minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+FROM counters WHERE minute BETWEEN :first AND :last
+ORDER BY minute, queue, workflow;
+
 -- name: pair_activity
 -- Every (queue, workflow) pair with its runs in each active state (runs_listed ranges).
 SELECT

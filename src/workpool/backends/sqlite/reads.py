@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from workpool.backends.base import (
     ACTIVE_STATES,
     TERMINAL_STATES,
+    MinuteCounters,
     PairActivity,
     PairCounters,
     RunPage,
@@ -78,20 +79,9 @@ def get_stats(
         )
         for row in connection.execute(queries["pair_activity"])
     ]
-    bounds = {"first": int(since // 60) * 60, "last": int(now // 60) * 60}
     counters = [
-        PairCounters(
-            queue=str(row["queue"]),
-            workflow=str(row["workflow"]),
-            executions=int(row["executions"]),
-            timed=int(row["timed"]),
-            run_time=float(row["run_time"]),
-            succeeded=int(row["succeeded"]),
-            failed=int(row["failed"]),
-            canceled=int(row["canceled"]),
-            retried=int(row["retried"]),
-        )
-        for row in connection.execute(queries["sum_counters"], bounds)
+        _pair_counters(row)
+        for row in connection.execute(queries["sum_counters"], _minutes(since, now))
     ]
     oldest = {
         str(row["queue"]): float(row["oldest"])
@@ -104,4 +94,33 @@ def get_stats(
     ]
     return StatsSnapshot(
         activity=activity, counters=counters, oldest_claimable=oldest, workers=workers
+    )
+
+
+def get_minute_counters(
+    connection: sqlite3.Connection, queries: Mapping[str, str], since: float, now: float
+) -> list[MinuteCounters]:
+    """See ``Backend.get_minute_counters``: one range of the counters' primary key."""
+    minutes: dict[float, list[PairCounters]] = {}
+    for row in connection.execute(queries["minute_counters"], _minutes(since, now)):
+        minutes.setdefault(float(row["minute"]), []).append(_pair_counters(row))
+    return [MinuteCounters(minute, counters) for minute, counters in minutes.items()]
+
+
+def _minutes(since: float, now: float) -> dict[str, int]:
+    """The bounds of the minutes holding ``since`` and ``now``."""
+    return {"first": int(since // 60) * 60, "last": int(now // 60) * 60}
+
+
+def _pair_counters(row: sqlite3.Row) -> PairCounters:
+    return PairCounters(
+        queue=str(row["queue"]),
+        workflow=str(row["workflow"]),
+        executions=int(row["executions"]),
+        timed=int(row["timed"]),
+        run_time=float(row["run_time"]),
+        succeeded=int(row["succeeded"]),
+        failed=int(row["failed"]),
+        canceled=int(row["canceled"]),
+        retried=int(row["retried"]),
     )

@@ -6,7 +6,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from workpool.backends.base import PairActivity, PairCounters, StatsSnapshot, WorkerRecord
+from workpool.backends.base import (
+    MinuteCounters,
+    PairActivity,
+    PairCounters,
+    StatsSnapshot,
+    WorkerRecord,
+)
 from workpool.backends.redis.codec.times import seconds
 from workpool.backends.redis.keys import split_pair
 from workpool.errors import CorruptRecordError
@@ -28,12 +34,35 @@ def decode_stats(
         PairActivity(*_split(activity[i]), *(int(n) for n in activity[i + 1 : i + 5]))
         for i in range(0, len(activity), 5)
     ]
+    return StatsSnapshot(
+        activity=sorted(active, key=lambda pair: (pair.queue, pair.workflow)),
+        counters=pair_counters(counters),
+        oldest_claimable={str(oldest[i]): float(oldest[i + 1]) for i in range(0, len(oldest), 2)},
+        workers=live_workers(workers, now),
+    )
+
+
+def decode_minute_counters(reply: Sequence[Any]) -> list[MinuteCounters]:
+    """The minutes of get_minute_counters.lua's reply that hold a count, or
+    CorruptRecordError for a pair or counter it cannot read."""
+    minutes = [
+        MinuteCounters(float(reply[i]), pair_counters(reply[i + 1]))
+        for i in range(0, len(reply), 2)
+    ]
+    return [minute for minute in minutes if minute.counters]
+
+
+def pair_counters(fields: Sequence[Any]) -> list[PairCounters]:
+    """The counters of each pair from flat ``"<counter>:<pair>"`` fields and values
+    (a field may come more than once: its values add up), sorted by (queue, workflow);
+    pairs whose counters are all zero are left out."""
     sums: dict[tuple[str, str], dict[str, float]] = {}
-    for i in range(0, len(counters), 2):
-        counter, _, name = str(counters[i]).partition(":")
+    for i in range(0, len(fields), 2):
+        counter, _, name = str(fields[i]).partition(":")
         if counter not in COUNTER_NAMES:
-            raise CorruptRecordError(f"counters: unknown field {counters[i]!r}")
-        sums.setdefault(_split(name), {})[counter] = float(counters[i + 1])
+            raise CorruptRecordError(f"counters: unknown field {fields[i]!r}")
+        values = sums.setdefault(_split(name), {})
+        values[counter] = values.get(counter, 0.0) + float(fields[i + 1])
     totals = []
     for (queue, workflow), values in sums.items():
         whole = {name: int(values.get(name, 0)) for name in COUNTER_NAMES if name != "run_time"}
@@ -52,12 +81,7 @@ def decode_stats(
                 retried=whole["retried"],
             )
         )
-    return StatsSnapshot(
-        activity=sorted(active, key=lambda pair: (pair.queue, pair.workflow)),
-        counters=sorted(totals, key=lambda pair: (pair.queue, pair.workflow)),
-        oldest_claimable={str(oldest[i]): float(oldest[i + 1]) for i in range(0, len(oldest), 2)},
-        workers=live_workers(workers, now),
-    )
+    return sorted(totals, key=lambda pair: (pair.queue, pair.workflow))
 
 
 def encode_worker(worker: WorkerRecord) -> str:

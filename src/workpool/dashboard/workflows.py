@@ -1,0 +1,93 @@
+"""The registry as the workers of every app wrote it, with what only the code knows.
+
+The backend's registry holds each workflow's app, queue, ``max_concurrency``, retry
+policy and crons. Rate limits live in the code that enqueues: they are shown for the
+workflows and queues the dashboard's own pool defines (``workpool dashboard
+MODULE:POOL``, or the pool given to ``create_dashboard``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from workpool.app import Workpool
+from workpool.dashboard.crons import Trigger, triggers
+from workpool.errors import ConfigurationError
+from workpool.models import RegisteredWorkflow
+from workpool.options import RateLimit, RetryPolicy
+
+CRON_RUNS = 200
+"""Newest runs of a cron workflow read to tell its last ticks fired or skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowView:
+    """One registered workflow."""
+
+    registered: RegisteredWorkflow
+    retry: str
+    rate_limit: str | None
+    """Its own and its queue's limits, if this pool defines the workflow."""
+    defined_here: bool
+    triggers: list[Trigger]
+
+
+async def read_workflows(pool: Workpool) -> list[WorkflowView]:
+    """Every registered workflow, by name (one ``list_workflows`` read, and one page of
+    ``list_runs`` per workflow that has crons)."""
+    now = pool.settings.clock.now()
+    views = []
+    for registered in await pool.list_workflows():
+        found: list[Trigger] = []
+        if registered.cron:
+            page = await pool.list_runs(workflow=registered.name, limit=CRON_RUNS)
+            # Judged: the ticks since the definition was registered (a worker of its app
+            # started) that the page of runs covers.
+            covered = registered.updated_at.timestamp()
+            if page.cursor is not None:
+                covered = max(covered, page.runs[-1].created_at.timestamp())
+            found = triggers(registered.cron, page.runs, covered, now)
+        views.append(
+            WorkflowView(
+                registered=registered,
+                retry=describe_retry(registered.retry),
+                rate_limit=_rate_limits(pool, registered),
+                defined_here=registered.name in pool.workflows,
+                triggers=found,
+            )
+        )
+    return views
+
+
+def describe_retry(stored: Any) -> str:
+    """A stored retry policy in words."""
+    if stored is None:
+        return "1 attempt (no retry)"
+    try:
+        policy = RetryPolicy.from_json(stored)
+    except ConfigurationError:
+        return f"unreadable policy {stored!r}"
+    seconds = policy.backoff.total_seconds()
+    return (
+        f"{policy.max_attempts} attempts; waits {seconds:g} s, then {policy.base:g} times "
+        "longer each time (±50% jitter)"
+    )
+
+
+def _rate_limits(pool: Workpool, registered: RegisteredWorkflow) -> str | None:
+    definition = pool.workflows.get(registered.name)
+    if definition is None:
+        return None
+    parts = []
+    if definition.rate_limit is not None:
+        parts.append(f"{_describe(definition.rate_limit)} (workflow)")
+    queue_limit = pool.queue_rate_limits.get(registered.queue)
+    if queue_limit is not None:
+        parts.append(f"{_describe(queue_limit)} (queue {registered.queue})")
+    return "; ".join(parts) or "none"
+
+
+def _describe(limit: RateLimit) -> str:
+    keyed = " per key" if limit.key is not None else ""
+    return f"{limit.count} per {limit.seconds:g} s{keyed}"

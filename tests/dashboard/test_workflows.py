@@ -1,0 +1,45 @@
+"""The workflows page in a real browser: the registry and each cron's ticks."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from playwright.async_api import Page, expect
+
+from tests.dashboard.conftest import Site
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+DEADLINE = 30.0
+
+
+async def test_the_registry_shows_limits_and_retry_policies(site: Site, page: Page) -> None:
+    await page.goto(f"{site.url}workflows")
+
+    greet = page.locator('tr[data-workflow="greet"]')
+    await expect(greet).to_contain_text("dashboard-tests")
+    await expect(greet).to_contain_text("100 per 1 s (workflow)")
+    await expect(greet).to_contain_text("2 attempts")
+    await expect(page.locator('tr[data-workflow="tick"] td.num')).to_have_text("1")
+
+
+async def test_a_cron_shows_its_next_tick_and_its_last_ones(site: Site, page: Page) -> None:
+    await page.goto(f"{site.url}workflows")
+    cron = page.locator('[data-cron="tick:0"]')
+    await expect(cron.locator('[data-field="next"]')).to_contain_text("UTC")
+
+    # Each run lasts 3 s and ticks come every 2 s, one run at a time: some ticks fire a
+    # run, the ones that find it running are skipped. The page is read again until both
+    # show (a new worker fires its first tick within 2 s).
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        fired = await cron.locator('[data-tick="fired"]').count()
+        skipped = await cron.locator('[data-tick="skipped"]').count()
+        if fired and skipped:
+            break
+        assert time.monotonic() < deadline, f"{fired} fired and {skipped} skipped ticks shown"
+        await page.wait_for_timeout(500)
+        await page.reload()
+    await cron.locator('[data-tick="fired"] a.run-id').first.click()
+    await expect(page.locator(".fields")).to_contain_text("cron:0:")  # its idempotency key
