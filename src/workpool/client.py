@@ -9,9 +9,10 @@ and the worker factory on top.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import json
 import logging
-import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, get_args
@@ -24,6 +25,7 @@ from workpool.backends.base import (
     NewRun,
     QueueSettings,
     WorkerRecord,
+    WorkflowInfo,
 )
 from workpool.builder import build_new_run, new_run_id, prepare_run
 from workpool.coalescing import LoopBatchers
@@ -33,6 +35,7 @@ from workpool.errors import RunNotFoundError, RunStateError, UnknownWorkflowErro
 from workpool.handles import RunHandle
 from workpool.loops import LoopBackends
 from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
+from workpool.options import RetryPolicy
 from workpool.registry import Registry, check_parallelism
 from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
@@ -61,8 +64,8 @@ class Client:
         """One backend per event loop, closed with its loop (see ``workpool.loops``)."""
         self._batchers = LoopBatchers(self._store)
         """Concurrent enqueues of one loop share a write (see ``workpool.coalescing``)."""
-        self._registered: tuple[float, frozenset[str]] | None = None
-        """(when read, monotonic; the workflow names of every app's registry)."""
+        self._registered: dict[str, WorkflowInfo] | None = None
+        """The registry's records by name (what every app's workers define), as last read."""
         self._portal = Portal()
 
     # -- backend -------------------------------------------------------------------
@@ -118,21 +121,28 @@ class Client:
         pool, its input is validated as ``run`` would. Otherwise the name must be in the
         backend's registry (what the workers of every app define), unless the registry
         is empty: a typo is an ``UnknownWorkflowError`` at once, not a run that waits
-        for a worker forever. The registry's names are cached, so this costs a read
-        only when a name is not among them.
+        for a worker forever. Such a run goes to the queue, and gets the retry policy,
+        that its workers registered, unless ``queue`` or ``retry`` is given. The
+        registry is cached, so this costs a read only when a name is not in it.
         """
         prepared = prepare_run(self.registry, name, input, **options)
         if prepared.definition is None:
-            await self._check_registered(prepared.workflow)
+            registered = await self._registered_workflow(prepared.workflow)
+            if registered is not None:
+                prepared = _with_registered_defaults(prepared, registered)
         return (await self.enqueue_many([prepared]))[0]
 
-    async def _check_registered(self, name: str) -> None:
-        if self._registered is not None and name in self._registered[1]:
-            return
+    async def _registered_workflow(self, name: str) -> WorkflowInfo | None:
+        """The registry's record of ``name`` (None: the registry is empty), read again
+        only when the cache does not have it; UnknownWorkflowError for a name it lacks."""
+        if self._registered is not None and name in self._registered:
+            return self._registered[name]
         backend = await self.backend()
-        names = frozenset(info.name for info in await backend.list_workflows())
-        self._registered = (time.monotonic(), names)
-        if names and name not in names:
+        self._registered = {info.name: info for info in await backend.list_workflows()}
+        names = self._registered.keys()
+        if not names:
+            return None
+        if name not in names:
             close = difflib.get_close_matches(name, sorted(names), n=3)
             hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
             raise UnknownWorkflowError(
@@ -140,6 +150,7 @@ class Client:
                 f"knows {', '.join(sorted(names)[:20])}. Deploy the workers that define "
                 "it before the code that enqueues it"
             )
+        return self._registered[name]
 
     async def _store(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
         """One write of the running loop's batcher: one ``backend.enqueue``."""
@@ -351,3 +362,17 @@ def _log_enqueued(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> None:
                     "queue": run.queue,
                 },
             )
+
+
+def _with_registered_defaults(prepared: PreparedRun, registered: WorkflowInfo) -> PreparedRun:
+    """A run by name of a workflow defined elsewhere, with the queue and retry policy its
+    workers registered where the caller gave none: a run on another queue would wait for
+    a worker that never comes."""
+    options = prepared.options
+    changes: dict[str, Any] = {}
+    if options.queue is None:
+        changes["queue"] = registered.queue
+    if options.retry is None:
+        stored = json.loads(registered.retry) if registered.retry is not None else None
+        changes["retry"] = RetryPolicy.from_json(stored) if stored is not None else False
+    return dataclasses.replace(prepared, options=dataclasses.replace(options, **changes))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+
 import pytest
 
 from tests.integration.conftest import fast_worker
@@ -64,3 +67,31 @@ def test_a_worker_needs_an_app(backend_url: str) -> None:
     anonymous = Workpool(backend_url)
     with pytest.raises(ConfigurationError, match="app="):
         anonymous.worker()
+
+
+async def test_a_run_by_name_takes_the_queue_and_retry_policy_its_workers_registered(
+    backend_url: str,
+) -> None:
+    billing = Workpool(backend_url, app="billing")
+
+    @billing.workflow(queue="payments", retries=RetryPolicy(max_attempts=7))
+    async def charge(ctx: RunContext, cents: int) -> int:
+        return cents
+
+    shop = Workpool(backend_url, app="shop")  # defines no workflow: enqueues by name
+    try:
+        async with billing.worker(queues=["payments"], shutdown_grace=timedelta(seconds=2)):
+            registered = await shop.run_by_name("charge", 5)
+            assert await registered.result(timeout=10) == 5  # a worker of "payments" ran it
+        elsewhere = await shop.run_by_name("charge", 6, queue="other", retry=False)
+        backend = await shop.backend()
+        stored = await backend.get_run(registered.id)
+        assert stored is not None
+        assert stored.queue == "payments"
+        assert json.loads(stored.retry or "null")["max_attempts"] == 7
+        given = await backend.get_run(elsewhere.id)  # the caller's own options win
+        assert given is not None
+        assert (given.queue, given.retry) == ("other", None)
+    finally:
+        await billing.aclose()
+        await shop.aclose()
