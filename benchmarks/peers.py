@@ -200,7 +200,7 @@ async def run(env: Env) -> Measured:
     details = {
         "skipped": session.skipped,
         "settings": {s.name: {"defaults": s.defaults, "io": s.io} for s in session.subjects},
-        "drains": session.details,
+        "per_figure": session.details,
     }
     return Measured(session.values, details)
 
