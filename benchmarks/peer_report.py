@@ -28,6 +28,8 @@ class Row:
     """Whether higher is better."""
     who: frozenset[str]
     """Who reports it: ``workpool``, ``peer``, ``raw``."""
+    settings: str
+    """The settings each side runs at (the ratio table says it)."""
     compared_with: Row | None = None
     """The peers' row it is read against (default: this one)."""
     sync_peers_only: bool = False
@@ -41,18 +43,61 @@ class Row:
 ALL = frozenset({"workpool", "peer", "raw"})
 SHARED = frozenset({"workpool", "peer"})
 OWN = frozenset({"workpool"})
-ENQUEUE = Row("enqueue one at a time", "runs/s", True, ALL)
-ENQUEUE_SYNC = Row(
-    "enqueue one at a time, run_sync", "runs/s", True, OWN, ENQUEUE, sync_peers_only=True
+DEFAULTS = "workpool --concurrency 10 (its CLI default); peers at their defaults"
+TWO_PROCESSES = "workpool --processes 2 --concurrency {}; peers at their defaults, 2 processes"
+ENQUEUE = Row(
+    "enqueue one at a time",
+    "runs/s",
+    True,
+    ALL,
+    "workpool `await run()`, taskiq `await kiq()`; huey, dramatiq, raw: sync clients",
 )
-GATHER = Row("enqueue, 100 concurrent callers", "runs/s", True, SHARED)
-DRAIN_ONE = Row("drain, 1 process, default settings", "runs/s", True, ALL)
-DRAIN_TWO = Row("drain, 2 processes, default settings", "runs/s", True, SHARED)
-DRAIN_ONE_100 = Row("drain, 1 process, concurrency 100", "runs/s", True, OWN, DRAIN_ONE)
-DRAIN_TWO_100 = Row("drain, 2 processes, concurrency 100", "runs/s", True, OWN, DRAIN_TWO)
-IO = Row("I/O-bound, 10 ms sleeps, concurrency 50", "runs/s", True, SHARED)
-P50 = Row("enqueue to start, p50", "ms", False, ALL)
-P99 = Row("enqueue to start, p99", "ms", False, ALL)
+ENQUEUE_SYNC = Row(
+    "enqueue one at a time, run_sync",
+    "runs/s",
+    True,
+    OWN,
+    "workpool `run_sync()`; peers: huey's and dramatiq's clients (sync already)",
+    ENQUEUE,
+    sync_peers_only=True,
+)
+GATHER = Row(
+    "enqueue, 100 concurrent callers",
+    "runs/s",
+    True,
+    SHARED,
+    "workpool, taskiq: `asyncio.gather`; huey, dramatiq: 100 threads",
+)
+DRAIN_ONE = Row("drain, 1 process, default settings", "runs/s", True, ALL, DEFAULTS)
+DRAIN_TWO = Row(
+    "drain, 2 processes, default settings", "runs/s", True, SHARED, TWO_PROCESSES.format(10)
+)
+DRAIN_ONE_100 = Row(
+    "drain, 1 process, concurrency 100",
+    "runs/s",
+    True,
+    OWN,
+    "workpool --concurrency 100; peers at their defaults",
+    DRAIN_ONE,
+)
+DRAIN_TWO_100 = Row(
+    "drain, 2 processes, concurrency 100",
+    "runs/s",
+    True,
+    OWN,
+    TWO_PROCESSES.format(100),
+    DRAIN_TWO,
+)
+IO = Row(
+    "I/O-bound, 10 ms sleeps, concurrency 50",
+    "runs/s",
+    True,
+    SHARED,
+    "1 process, 50 at once (huey, dramatiq: 50 threads); ideal 5,000",
+)
+LATENCY = "1 process, 200 jobs/s; " + DEFAULTS
+P50 = Row("enqueue to start, p50", "ms", False, ALL, LATENCY)
+P99 = Row("enqueue to start, p99", "ms", False, ALL, LATENCY)
 ROWS = (
     ENQUEUE,
     ENQUEUE_SYNC,
@@ -95,7 +140,7 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
                     "backend": backend,
                     "row": row.name,
                     "unit": row.unit,
-                    "compared_with": row.peers_row.name,
+                    "settings": row.settings,
                     "workpool": mine,
                     "best_peer": best,
                     "best_peer_value": peers[best],
@@ -112,20 +157,19 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
 def ratio_table(rows: Sequence[dict[str, Any]]) -> str:
     """The ratio rows as Markdown (printed, and written beside results.json)."""
     lines = [
-        "| backend | workload | workpool | best peer | workpool / best peer | | raw bar "
-        "| workpool / raw |",
-        "| --- | --- | ---: | --- | ---: | --- | ---: | ---: |",
+        "| backend | workload | settings | workpool | best peer | workpool / best peer | "
+        "raw bar | workpool / raw |",
+        "| --- | --- | --- | ---: | --- | ---: | ---: | ---: |",
     ]
     for r in rows:
-        lead = "workpool leads" if r["workpool_leads"] else "**behind**"
+        lead = "" if r["workpool_leads"] else " **behind**"
         better = "higher is better" if r["higher_is_better"] else "lower is better"
-        against = "" if r["compared_with"] == r["row"] else f"; peers: {r['compared_with']}"
         raw = "" if r["raw"] is None else _shown(r["raw"], r["unit"])
         to_raw = "" if r["ratio_to_raw"] is None else f"{r['ratio_to_raw']:.2f}"
         lines.append(
-            f"| {r['backend']} | {r['row']} ({r['unit']}, {better}{against}) | "
+            f"| {r['backend']} | {r['row']} ({r['unit']}, {better}) | {r['settings']} | "
             f"{_shown(r['workpool'], r['unit'])} | {r['best_peer']} "
-            f"{_shown(r['best_peer_value'], r['unit'])} | {r['ratio']:.2f} | {lead} | "
+            f"{_shown(r['best_peer_value'], r['unit'])} | {r['ratio']:.2f}{lead} | "
             f"{raw} | {to_raw} |"
         )
     return "\n".join(lines)
