@@ -40,8 +40,8 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 .PHONY: bench-quick bench-peers
 
 # PEERS (benchmarks/peers.py): issue 15's table, workpool beside huey, dramatiq, taskiq and
-# a raw Redis loop and SQLite table, interleaved in one run (about 25 min; ARGS="--quick":
-# about 6); installs the pinned peers extra first. Writes benchmarks/results/peers/
+# a raw Redis loop and SQLite table, interleaved in one run (26 min here, loaded; quick:
+# 2-4 min); installs the pinned peers extra first. Writes benchmarks/results/peers/
 # (results.json, peers.md: the ratio table) so the full suite's results stay. --retries 0:
 # every subject shares each repetition's disturbance (interleaved), and retrying a whole
 # repetition would double the run on a shared machine (ARGS="--retries 2" to retry anyway).
