@@ -50,9 +50,12 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 
 .PHONY: bench-quick bench-peers
 
-# PEERS (benchmarks/peers.py): workpool beside huey, dramatiq and taskiq, interleaved in one
-# run; installs the pinned peers extra first. Writes benchmarks/results/peers/ (results.json,
-# peers.md: the ratio table) so the full suite's results stay. Options through ARGS.
+# PEERS (benchmarks/peers.py): issue 15's table, workpool beside huey, dramatiq, taskiq and
+# a raw Redis loop and SQLite table, interleaved in one run (26 min here, loaded; quick:
+# 2-4 min); installs the pinned peers extra first. Writes benchmarks/results/peers/
+# (results.json, peers.md: the ratio table) so the full suite's results stay. --retries 0:
+# every subject shares each repetition's disturbance (interleaved), and retrying a whole
+# repetition would double the run on a shared machine (ARGS="--retries 2" to retry anyway).
 PEERS_STAMP := $(VENV)/.installed-peers
 
 $(PEERS_STAMP): $(BENCH_STAMP) pyproject.toml
@@ -66,7 +69,7 @@ bench-quick: $(BENCH_STAMP)
 	$(PY) -m benchmarks --quick $(ARGS)
 
 bench-peers: $(PEERS_STAMP)
-	$(PY) -m benchmarks --only PEERS --out benchmarks/results/peers $(ARGS)
+	$(PY) -m benchmarks --only PEERS --retries 0 --out benchmarks/results/peers $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ from benchmarks import (
     b8_sqlite_normal,
     b9_steps,
     b10_retention,
+    peer_report,
     peers,
 )
 from benchmarks.harness import Env, Workload
@@ -109,8 +110,8 @@ def peer_comparison(report: Report, out: Path) -> None:
                 report.warnings.append(warning)
     report.peer_ratios = peers.ratio_rows(report.figures)
     if report.peer_ratios:
-        text = peers.ratio_table(report.peer_ratios)
-        print("\nworkpool / best peer (medians of this run):\n" + text)
+        text = peer_report.ratio_table(report.peer_ratios)
+        print("\nworkpool / best peer and / raw bar (medians of this run):\n" + text)
         out.mkdir(parents=True, exist_ok=True)
         (out / "peers.md").write_text(text + "\n")
 

@@ -25,9 +25,9 @@ RATE = "runs/s"
 SHARE = "share of ideal 5,000 runs/s"
 
 
-async def run(env: Env) -> Measured:
-    """One repetition: the worker idles, all runs arrive in one enqueue_many, it drains."""
-    count = 5_000 if env.quick else 10_000
+async def io_drain(env: Env, count: int) -> tuple[float, dict[str, float]]:
+    """Runs/s of one idle worker (concurrency 50) draining ``count`` runs of ``io_sleep``
+    that arrive in one enqueue_many, and where the time went (also used by PEERS)."""
     target = await env.store.fresh()
     async with opened_app(target) as app:
         prepared = [app.io_sleep.prepare(number) for number in range(count)]
@@ -46,6 +46,12 @@ async def run(env: Env) -> Measured:
         "median_start_to_finish_ms": 1000 * held,
         "worker_cpu_percent_of_a_core": 100 * cpu,
     }
+    return rate, details
+
+
+async def run(env: Env) -> Measured:
+    """One repetition: the worker idles, all runs arrive in one enqueue_many, it drains."""
+    rate, details = await io_drain(env, 5_000 if env.quick else 10_000)
     return Measured({RATE: rate, SHARE: 100 * rate / IDEAL}, details)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
 
-from benchmarks.peer_apps.observe import SyncClient, observe
+from benchmarks.peer_apps.observe import IO_SECONDS, SyncClient, observe
 
 
 def noop(x: float) -> float:
@@ -18,20 +19,33 @@ def noop(x: float) -> float:
     return x
 
 
-def make(url: str) -> Any:
-    """The ``noop`` actor on a RedisBroker of ``url``."""
-    return dramatiq.actor(actor_name="noop", broker=RedisBroker(url=url))(noop)
+def io_sleep(x: float) -> float:
+    """The I/O-bound job: 10 ms asleep (the worker's threads run them side by side)."""
+    observe(x)
+    time.sleep(IO_SECONDS)
+    return x
 
 
-actor = make(os.environ.get("BENCH_PEER_URL", "redis://localhost:6379/0"))
-dramatiq.set_broker(actor.broker)
+def make(url: str) -> dict[str, Any]:
+    """The two actors on a RedisBroker of ``url``."""
+    broker = RedisBroker(url=url)
+    return {
+        f.__name__: dramatiq.actor(actor_name=f.__name__, broker=broker)(f)
+        for f in (noop, io_sleep)
+    }
 
 
-def worker_command(concurrency: int | None) -> list[str]:
-    """``dramatiq`` with one process (its default is 2); default threads 8, else ``concurrency``."""
+actors = make(os.environ.get("BENCH_PEER_URL", "redis://localhost:6379/0"))
+dramatiq.set_broker(actors["noop"].broker)
+
+
+def worker_command(processes: int, concurrency: int | None) -> list[str]:
+    """``dramatiq`` with ``processes`` (its default is one per core: stated explicitly);
+    8 threads each (its default), or ``concurrency``."""
     extra = [] if concurrency is None else ["--threads", str(concurrency)]
-    return [sys.executable, "-m", "dramatiq", __name__, "--processes", "1", *extra]
+    return [sys.executable, "-m", "dramatiq", __name__, "--processes", str(processes), *extra]
 
 
-async def open_client(url: str) -> SyncClient:
-    return SyncClient(make(url).send)
+async def open_client(url: str, task: str) -> SyncClient:
+    broker_actors = make(url)
+    return SyncClient(broker_actors[task].send, broker_actors[task].broker.close)

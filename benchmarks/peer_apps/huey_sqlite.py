@@ -1,38 +1,23 @@
-"""huey on SQLite (``SqliteHuey``, its defaults: a consumer that polls with backoff)."""
+"""huey on SQLite (``SqliteHuey``, its defaults: WAL, SQLite's default synchronous=FULL,
+a consumer that polls from 0.1 s backing off x1.15 to 10 s)."""
 
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any
 
 from huey import SqliteHuey
 
-from benchmarks.peer_apps.observe import SyncClient, observe
+from benchmarks.peer_apps import huey_tasks
+from benchmarks.peer_apps.observe import SyncClient
+
+huey = SqliteHuey("bench", filename=os.environ.get("BENCH_PEER_URL", "huey-bench.db"))
+huey_tasks.tasks(huey)
 
 
-def make(filename: str) -> tuple[Any, Any]:
-    """A SqliteHuey on ``filename`` and its no-op task."""
-    instance = SqliteHuey("bench", filename=filename)
-
-    @instance.task()
-    def noop(x: float) -> float:
-        """The no-op job: returns its input."""
-        observe(x)
-        return x
-
-    return instance, noop
+def worker_command(processes: int, concurrency: int | None) -> list[str]:
+    return huey_tasks.consumer_command(__name__, processes, concurrency)
 
 
-huey, noop = make(os.environ.get("BENCH_PEER_URL", "huey-bench.db"))
-
-
-def worker_command(concurrency: int | None) -> list[str]:
-    """``huey_consumer`` (default: 1 worker thread); with ``concurrency``: that many threads."""
-    extra = [] if concurrency is None else ["-w", str(concurrency), "-k", "thread"]
-    return [sys.executable, "-m", "huey.bin.huey_consumer", f"{__name__}.huey", "-q", *extra]
-
-
-async def open_client(url: str) -> SyncClient:
+async def open_client(url: str, task: str) -> SyncClient:
     """A client on the SQLite file ``url`` (a path, not a URL)."""
-    return SyncClient(make(url)[1])
+    return huey_tasks.client(SqliteHuey("bench", filename=url), task)

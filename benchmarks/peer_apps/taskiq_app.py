@@ -6,13 +6,15 @@ after the jobs were enqueued (the drain) sees them; nothing else differs from de
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from taskiq_redis import RedisStreamBroker
 
-from benchmarks.peer_apps.observe import observe
+from benchmarks.peer_apps.observe import CALLERS, IO_SECONDS, observe
 
 
 async def noop(x: float) -> float:
@@ -21,32 +23,35 @@ async def noop(x: float) -> float:
     return x
 
 
-def make(url: str) -> tuple[Any, Any]:
-    """A RedisStreamBroker on ``url`` and its ``noop`` task."""
+async def io_sleep(x: float) -> float:
+    """The I/O-bound job: 10 ms asleep (``await asyncio.sleep``)."""
+    observe(x)
+    await asyncio.sleep(IO_SECONDS)
+    return x
+
+
+def make(url: str) -> tuple[Any, dict[str, Any]]:
+    """A RedisStreamBroker on ``url`` and its two tasks."""
     instance = RedisStreamBroker(url, consumer_id="0")
-    return instance, instance.task(task_name="noop")(noop)
+    # Named here: decorating renames the function it wraps.
+    functions = {"noop": noop, "io_sleep": io_sleep}
+    return instance, {name: instance.task(task_name=name)(f) for name, f in functions.items()}
 
 
-broker, task = make(os.environ.get("BENCH_PEER_URL", "redis://localhost:6379/0"))
+broker, tasks = make(os.environ.get("BENCH_PEER_URL", "redis://localhost:6379/0"))
 
 
-def worker_command(concurrency: int | None) -> list[str]:
-    """``taskiq worker``, one process (default 2); 100 async tasks (default) or ``concurrency``."""
+def worker_command(processes: int, concurrency: int | None) -> list[str]:
+    """``taskiq worker`` with ``processes`` (its default is 2: stated explicitly); 100
+    async tasks each (its default), or ``concurrency``."""
     extra = [] if concurrency is None else ["--max-async-tasks", str(concurrency)]
-    return [
-        sys.executable,
-        "-m",
-        "taskiq",
-        "worker",
-        f"{__name__}:broker",
-        "--workers",
-        "1",
-        *extra,
-    ]
+    module = f"{__name__}:broker"
+    return [sys.executable, "-m", "taskiq", "worker", module, "--workers", str(processes), *extra]
 
 
 class TaskiqClient:
-    """taskiq's client is async: ``await noop.kiq(x)`` (XADD)."""
+    """taskiq's client is async: ``await noop.kiq(x)`` (XADD); concurrent callers are
+    rounds of ``CALLERS`` calls under ``asyncio.gather``, as B1's."""
 
     def __init__(self, task: Any, owner: Any) -> None:
         self.task = task
@@ -55,11 +60,15 @@ class TaskiqClient:
     async def enqueue(self, x: float) -> None:
         await self.task.kiq(x)
 
+    async def enqueue_concurrently(self, xs: Sequence[float]) -> None:
+        for first in range(0, len(xs), CALLERS):
+            await asyncio.gather(*(self.task.kiq(x) for x in xs[first : first + CALLERS]))
+
     async def close(self) -> None:
         await self.owner.shutdown()
 
 
-async def open_client(url: str) -> TaskiqClient:
+async def open_client(url: str, task: str) -> TaskiqClient:
     instance, bound = make(url)
     await instance.startup()
-    return TaskiqClient(bound, instance)
+    return TaskiqClient(bound[task], instance)
