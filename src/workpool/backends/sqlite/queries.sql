@@ -575,3 +575,17 @@ LIMIT :limit;
 -- name: set_progress
 -- Store :progress (JSON text) as run :id's latest progress.
 UPDATE runs SET progress = :progress WHERE id = :id;
+
+-- name: announce_waiter
+-- Record that the socket at :address waits for work in each queue of the :queues array.
+INSERT OR IGNORE INTO wakeups (queue, address)
+SELECT value, :address FROM json_each(:queues);
+
+-- name: waiters_of
+-- The distinct socket addresses waiting for work in any queue of the :queues JSON array.
+SELECT DISTINCT address FROM wakeups
+WHERE queue IN (SELECT value FROM json_each(:queues));
+
+-- name: forget_waiters
+-- Drop every announcement of the socket addresses in the :addresses JSON array.
+DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
