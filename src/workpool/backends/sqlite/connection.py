@@ -213,6 +213,9 @@ class ConnectionThread:
         job = partial(_transaction_and_data_version, work, self._require_open())
         writer = self._writer
         result: tuple[T, int] | None = None
+        # Let the tasks that are ready run first: concurrent callers then gather in a
+        # group commit (coalescing.py) as they would while a thread wrote.
+        await asyncio.sleep(0)
         if writer is not None and self._in_use.acquire(blocking=False):
             try:
                 if writer.acquire(wait=False):
