@@ -582,8 +582,9 @@ INSERT OR IGNORE INTO wakeups (queue, address)
 SELECT value, :address FROM json_each(:queues);
 
 -- name: waiters_of
--- The distinct socket addresses waiting for work in any queue of the :queues JSON array.
-SELECT DISTINCT address FROM wakeups
+-- The socket addresses waiting for work in any queue of the :queues JSON array (an
+-- address waiting on several of them comes once per queue).
+SELECT address FROM wakeups
 WHERE queue IN (SELECT value FROM json_each(:queues));
 
 -- name: forget_waiters

@@ -66,7 +66,7 @@ class Transaction:
         if not self.woken:
             return []
         rows = self._execute("waiters_of", queues=json.dumps(sorted(self.woken)))
-        return [str(row["address"]) for row in rows]
+        return list(dict.fromkeys(str(row["address"]) for row in rows))
 
     def announce_waiter(self, address: str, queues: Sequence[str]) -> None:
         """Record that the listener at ``address`` waits for work in ``queues``."""
