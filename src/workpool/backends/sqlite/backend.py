@@ -63,9 +63,9 @@ class SQLiteBackend:
         """
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
-    async def _transact(self, operation: Callable[[Operations], T]) -> T:
-        """Run ``operation`` in one transaction, then wake the waiters on the queues it
-        made work runnable in, here and in other processes."""
+    async def _transact(self, operation: Callable[[Operations], T], *, inline: bool = False) -> T:
+        """Run ``operation`` in one transaction (``inline``: see ``connection``), then
+        wake the waiters on the queues it made work runnable in, here and elsewhere."""
         gone = frozenset(self._waits.gone)
 
         def work(connection: sqlite3.Connection) -> tuple[T, set[str], list[str]]:
@@ -76,13 +76,13 @@ class SQLiteBackend:
             operations.flush_counters()
             return result, operations.woken, operations.waiters_to_wake()
 
-        result, woken, addresses = await self._thread.transaction(work)
+        result, woken, addresses = await self._thread.transaction(work, inline=inline)
         self._waits.committed(woken, addresses, gone)
         return result
 
     async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
-        """See ``Backend.enqueue``."""
-        return await self._transact(lambda operations: operations.enqueue(runs, now))
+        """See ``Backend.enqueue``; done by the event loop itself when it can start at once."""
+        return await self._transact(lambda operations: operations.enqueue(runs, now), inline=True)
 
     async def claim(
         self,

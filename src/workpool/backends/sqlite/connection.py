@@ -3,13 +3,16 @@
 Thread policy: a backend owns ONE ``sqlite3.Connection`` and a ``ThreadPoolExecutor``
 of one thread, and the connection is used by one of them at a time (``_in_use``):
 
-- the event loop runs a job itself when it can start at once: the connection is free
-  and, for a write, the writer lock (``writer_lock``) is free too. It then waits for
-  nothing but the job's own work and its ``fsync``: handing a one-row transaction to a
-  thread and back cost more than the transaction (two cross-thread wake-ups around a
-  sleep in ``fsync``: about 40 % of a one-run enqueue on the benchmark machine);
+- the event loop runs a read itself when the connection is free, and an enqueue's
+  transaction when the writer lock (``writer_lock``) is free too. It then waits for
+  nothing but the job's own work and, for an enqueue, its ``fsync``: handing a one-row
+  transaction to a thread and back cost more than the transaction (two cross-thread
+  wake-ups around a sleep in ``fsync``: about 40 % of a one-run enqueue on the
+  benchmark machine);
 - otherwise the job is queued to the thread, which waits for the connection and for
   the writer lock, so the event loop never waits for another process or another job.
+  The worker's writes (claims, finishes, renewals) always go there: its loop runs
+  handlers while the thread waits for ``fsync``, which a drain needs.
 If an awaiting task is cancelled, a queued transaction still completes (or rolls back)
 in the thread.
 
@@ -208,27 +211,36 @@ class ConnectionThread:
         """The database file."""
         return self._path
 
-    async def transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work(connection)`` as one ``BEGIN IMMEDIATE`` transaction."""
+    async def transaction(
+        self, work: Callable[[sqlite3.Connection], T], *, inline: bool = False
+    ) -> T:
+        """Run ``work(connection)`` as one ``BEGIN IMMEDIATE`` transaction: in the
+        thread, or if ``inline`` in the event loop when it can start at once."""
         job = partial(_transaction_and_data_version, work, self._require_open())
-        writer = self._writer
-        result: tuple[T, int] | None = None
-        # Let the tasks that are ready run first: concurrent callers then gather in a
-        # group commit (coalescing.py) as they would while a thread wrote.
-        await asyncio.sleep(0)
-        if writer is not None and self._in_use.acquire(blocking=False):
-            try:
-                if writer.acquire(wait=False):
-                    try:
-                        result = self._converted(job)
-                    finally:
-                        writer.release()
-            finally:
-                self._in_use.release()
+        result = await self._write_inline(job) if inline else None
         if result is None:
             result = await self._queued(partial(self._write, job))
         self.seen_data_version = result[1]
         return result[0]
+
+    async def _write_inline(self, job: Callable[[], T]) -> T | None:
+        """Run the write ``job`` in the event loop if the connection and the writer lock
+        are free; None (nothing done) if not."""
+        # Let the tasks that are ready run first: concurrent callers then gather in a
+        # group commit (coalescing.py) as they would while a thread wrote.
+        await asyncio.sleep(0)
+        writer = self._writer
+        if writer is None or not self._in_use.acquire(blocking=False):
+            return None
+        try:
+            if not writer.acquire(wait=False):
+                return None
+            try:
+                return self._converted(job)
+            finally:
+                writer.release()
+        finally:
+            self._in_use.release()
 
     async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``work(connection)`` with no explicit transaction (reads only)."""
