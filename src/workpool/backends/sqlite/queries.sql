@@ -140,7 +140,7 @@ RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held).
-SELECT cancel_requested, queue, workflow, started_at FROM runs
+SELECT cancel_requested, queue, workflow, started_at, gate FROM runs
 WHERE id = :id AND status = 'running' AND lease_token = :token;
 
 -- name: end_run
