@@ -1,8 +1,9 @@
-"""A process that enqueues into one SQLite file as fast as it can, for the lock tests.
+"""A process that keeps writing to one SQLite file, for the lock tests.
 
 ``python -m tests.backends.sqlite.contender DB START SECONDS TAG``: opens a backend on
-DB, waits until the wall-clock time START, enqueues one run per call for SECONDS, then
-prints how many it stored.
+DB, waits until the wall-clock time START, then for SECONDS enqueues ``BATCH`` runs a
+transaction (a few milliseconds of holding the write lock) and pauses ``PAUSE`` between
+two, as a worker does other work between its writes; prints how many writes it made.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from pathlib import Path
 from workpool.backends.base import NewRun
 from workpool.backends.sqlite.backend import SQLiteBackend
 
+BATCH = 100
+PAUSE = 0.002
+
 
 async def contend(database: Path, start: float, seconds: float, tag: str) -> int:
     backend = await SQLiteBackend.open(database)
@@ -23,9 +27,15 @@ async def contend(database: Path, start: float, seconds: float, tag: str) -> int
         end = time.time() + seconds
         count = 0
         while (now := time.time()) < end:
-            run = NewRun(id=f"{tag}-{count}", workflow="wf", queue="q", input="1", available_at=now)
-            await backend.enqueue([run], now)
+            runs = [
+                NewRun(
+                    id=f"{tag}-{count}-{n}", workflow="wf", queue="q", input="1", available_at=now
+                )
+                for n in range(BATCH)
+            ]
+            await backend.enqueue(runs, now)
             count += 1
+            await asyncio.sleep(PAUSE)
         return count
     finally:
         await backend.close()

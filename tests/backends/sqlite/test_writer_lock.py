@@ -33,9 +33,10 @@ def test_three_processes_writing_at_once_get_about_equal_turns(tmp_path: Path) -
         for index in range(PROCESSES)
     ]
     counts = [int(process.communicate(timeout=60)[0]) for process in contenders]
-    # SQLite's busy handler alone gave 511, 603 and 1,399 here: a waiter sleeps up to
-    # 100 ms a try and loses the lock to whoever happens to try as it comes free.
-    assert min(counts) >= 0.5 * max(counts), counts
+    # With SQLite's busy handler alone: [57, 85, 28], [138, 20, 112], [44, 49, 86] here
+    # (a waiter sleeps up to 100 ms a try and finds the lock taken again); with the
+    # writer lock [69, 65, 66], [90, 92, 90], [82, 85, 85].
+    assert min(counts) >= 0.7 * max(counts), counts
 
 
 def test_the_lock_is_exclusive_between_two_opens_and_free_after_close(tmp_path: Path) -> None:
