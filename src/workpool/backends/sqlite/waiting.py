@@ -56,6 +56,8 @@ class Waits:
         self._first_poll = FIRST_POLL_SECONDS
         self._listen = listen
         self._listener: Listener | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop that watches the listener."""
         self._announced: set[str] = set()
         self._sender = Sender()
         self.gone: set[str] = set()
@@ -110,8 +112,8 @@ class Waits:
             waiter.event.set()
         listener, self._listener = self._listener, None
         if listener is not None:
-            with contextlib.suppress(RuntimeError):  # the loop is already closed
-                asyncio.get_running_loop().remove_reader(listener.fileno())
+            if self._loop is not None and not self._loop.is_closed():
+                self._loop.remove_reader(listener.fileno())
             listener.close()
         self._listen = False
         self._sender.close()
@@ -137,7 +139,8 @@ class Waits:
             if self._listener is None:
                 self._listen = False
                 return False
-            asyncio.get_running_loop().add_reader(self._listener.fileno(), self._on_datagram)
+            self._loop = asyncio.get_running_loop()
+            self._loop.add_reader(self._listener.fileno(), self._on_datagram)
         new = queues - self._announced
         if new:
             looked = self._version_at_claim
