@@ -11,10 +11,11 @@ A ``Waits`` serves one backend's ``wait_for_work`` calls. They end when:
 - the timeout passes.
 
 No wake-up is lost: every wake-up received is counted, and ``claim_started`` notes the
-count; a wait that finds it changed since the last claim began returns at once (the
-claim may have looked before that commit). A backend announces its listener at its
-first wait for a queue; a commit between its last claim and the announcement changes
-``data_version`` between the two transactions, so that first wait then returns at once.
+count; a wait that finds it changed since the last claim began (or the last wait
+ended) returns at once (the claim may have looked before that commit). A backend
+announces its listener at its first wait for a queue; a commit between its last claim
+and the announcement changes ``data_version`` between the two transactions, so that
+first wait then returns at once.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class Waits:
         self._waiters: set[_Waiter] = set()
         self._wakes = 0
         """Wake-ups received so far: own commits for a queue, datagrams."""
-        self._wakes_at_claim = 0
+        self._wakes_seen = 0
+        """``_wakes`` when a claim last began to look, or a wait last ended."""
         self._version_at_claim: int | None = None
         self._first_poll = FIRST_POLL_SECONDS
         self._listen = listen
@@ -70,7 +72,7 @@ class Waits:
 
     def claim_started(self) -> None:
         """A claim is about to look: later wake-ups may be of work it does not see."""
-        self._wakes_at_claim = self._wakes
+        self._wakes_seen = self._wakes
 
     def claim_returned(self, found_work: bool) -> None:
         """The claim looked (as of ``data_version`` now seen); poll eagerly after work."""
@@ -95,7 +97,7 @@ class Waits:
         waiter = _Waiter(queues)
         self._waiters.add(waiter)
         try:
-            if self._wakes != self._wakes_at_claim:
+            if self._wakes != self._wakes_seen:
                 return
             if await self._listening(waiter.queues, announce):
                 with contextlib.suppress(TimeoutError):
@@ -105,6 +107,7 @@ class Waits:
                 await self._poll_until_change(waiter.event, timeout)
         finally:
             self._waiters.discard(waiter)
+            self._wakes_seen = self._wakes  # each wake-up ends one wait, not every later one
 
     def close(self) -> None:
         """Stop listening; end every wait. Idempotent."""
