@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.conformance.helpers import WORKFLOW, BackendFactory, enqueue, new_run
+from tests.conformance.helpers import WORKFLOW, BackendFactory, claim, enqueue, new_run
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
 
@@ -60,6 +60,36 @@ async def test_enqueue_of_a_scheduled_run_wakes_the_waiter(
 
     await enqueue(other, new_run(now + 3600, queue="jobs"), now)
     await task
+
+    assert time.monotonic() - started < LONG_TIMEOUT / 2
+
+
+async def test_an_enqueue_between_a_claim_and_the_next_wait_is_not_lost(
+    backend: Backend, backend_factory: BackendFactory, clock: ManualClock
+) -> None:
+    other = await backend_factory()
+    now = clock.now()
+    await backend.wait_for_work(["jobs"], 0.05, workflows=[WORKFLOW])  # listening from now
+    assert not (await claim(backend, now, queues=["jobs"])).runs  # the last look
+
+    await enqueue(other, new_run(now, queue="jobs"), now)
+    await asyncio.sleep(0.05)  # whatever wakes the backend arrives before it waits
+    started = time.monotonic()
+    await backend.wait_for_work(["jobs"], LONG_TIMEOUT, workflows=[WORKFLOW])
+
+    assert time.monotonic() - started < LONG_TIMEOUT / 2
+
+
+async def test_a_first_wait_sees_an_enqueue_made_after_the_claim_before_it(
+    backend: Backend, backend_factory: BackendFactory, clock: ManualClock
+) -> None:
+    other = await backend_factory()
+    now = clock.now()
+    assert not (await claim(backend, now, queues=["jobs"])).runs  # never waited before
+
+    await enqueue(other, new_run(now, queue="jobs"), now)
+    started = time.monotonic()
+    await backend.wait_for_work(["jobs"], LONG_TIMEOUT, workflows=[WORKFLOW])
 
     assert time.monotonic() - started < LONG_TIMEOUT / 2
 

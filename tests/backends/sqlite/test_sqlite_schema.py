@@ -38,6 +38,7 @@ HOT_QUERIES = (
     "requeue_run",
     "cancelable_in_pair",
     "get_run",
+    "waiters_of",
     "promote_timers",
     "suspend_run",
     "resume_now",
@@ -146,9 +147,9 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 7
+    assert version == load_migrations()[-1].version == 8
     assert mode == "wal"
-    assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers"} <= tables
+    assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 

@@ -1,21 +1,14 @@
 """SQLiteBackend: the Backend protocol over one SQLite file in WAL mode.
 
-Each method runs one ``BEGIN IMMEDIATE`` transaction (see ``operations``) in the
-connection's own thread (see ``connection``); ``get_run`` is a single read.
-
-Waking idle workers: ``wait_for_work`` returns at once when this instance enqueues to
-one of the awaited queues (an in-process ``asyncio.Event``), and otherwise polls
-``PRAGMA data_version``, which changes when any other connection (process) commits.
-The poll interval starts at 1 ms and doubles up to 200 ms while nothing changes, so an
-idle worker costs about 5 cheap pragma reads per second (no write, no file lock) after
-its first second. When other connections commit but claims keep finding nothing (a
-busy database, an idle queue), each wait starts where the last one left off, so the
-idle worker settles at about 5 claims per second instead of spinning.
+Each method runs one ``BEGIN IMMEDIATE`` transaction (see ``operations``) on the
+backend's one connection (see ``connection``); ``get_run`` is a single read. Idle
+workers are woken by the commits that make work runnable, in this process or another
+(see ``waiting``).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -44,63 +37,53 @@ from workpool.backends.sqlite import reads, records
 from workpool.backends.sqlite.connection import ConnectionThread
 from workpool.backends.sqlite.operations import Operations
 from workpool.backends.sqlite.sql import load_queries
+from workpool.backends.sqlite.waiting import Waits
+from workpool.errors import BackendUnavailableError
 
 T = TypeVar("T")
-
-FIRST_POLL_SECONDS = 0.001
-"""First ``PRAGMA data_version`` poll interval of a wait."""
-MAX_POLL_SECONDS = 0.2
-"""Cap of the doubling poll interval."""
-
-
-class _Waiter:
-    """One ``wait_for_work`` call: the queues it waits on and the event that ends it."""
-
-    def __init__(self, queues: Sequence[str]) -> None:
-        self.queues = frozenset(queues)
-        self.event = asyncio.Event()
 
 
 class SQLiteBackend:
     """Runs stored in one SQLite file; several processes of one host may share it."""
 
-    def __init__(self, thread: ConnectionThread) -> None:
+    def __init__(self, thread: ConnectionThread, *, listen: bool = True) -> None:
         self._thread = thread
         self._queries = load_queries()
-        self._waiters: set[_Waiter] = set()
-        self._first_poll = FIRST_POLL_SECONDS
+        self._waits = Waits(thread, listen=listen)
 
     @classmethod
-    async def open(cls, path: Path, *, synchronous: str = "FULL") -> SQLiteBackend:
+    async def open(
+        cls, path: Path, *, synchronous: str = "FULL", listen: bool = True
+    ) -> SQLiteBackend:
         """Open (creating and migrating if needed) the database file at ``path``.
 
         ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
-        ``workpool.backends.sqlite_synchronous``). Raises BackendUnavailableError if
-        the file cannot be opened or created.
+        ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
+        instead of listening for wake-ups (as where no listener can be had). Raises
+        BackendUnavailableError if the file cannot be opened or created.
         """
-        return cls(await ConnectionThread.open(path, synchronous))
+        return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
-    async def _transact(self, operation: Callable[[Operations], T]) -> T:
-        """Run ``operation`` in one transaction, then wake waiters on the woken queues."""
+    async def _transact(self, operation: Callable[[Operations], T], *, inline: bool = False) -> T:
+        """Run ``operation`` in one transaction (``inline``: see ``connection``), then
+        wake the waiters on the queues it made work runnable in, here and elsewhere."""
+        gone = frozenset(self._waits.gone)
 
-        def work(connection: sqlite3.Connection) -> tuple[T, set[str]]:
+        def work(connection: sqlite3.Connection) -> tuple[T, set[str], list[str]]:
             operations = Operations(connection, self._queries)
+            if gone:
+                operations.forget_waiters(gone)
             result = operation(operations)
             operations.flush_counters()
-            return result, operations.woken
+            return result, operations.woken, operations.waiters_to_wake()
 
-        result, woken = await self._thread.transaction(work)
-        self._wake(woken)
+        result, woken, addresses = await self._thread.transaction(work, inline=inline)
+        self._waits.committed(woken, addresses, gone)
         return result
 
-    def _wake(self, queues: set[str]) -> None:
-        for waiter in self._waiters:
-            if waiter.queues & queues:
-                waiter.event.set()
-
     async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
-        """See ``Backend.enqueue``."""
-        return await self._transact(lambda operations: operations.enqueue(runs, now))
+        """See ``Backend.enqueue``; done by the event loop itself when it can start at once."""
+        return await self._transact(lambda operations: operations.enqueue(runs, now), inline=True)
 
     async def claim(
         self,
@@ -115,13 +98,13 @@ class SQLiteBackend:
         alone: bool = False,
     ) -> ClaimResult:
         """See ``Backend.claim``."""
+        self._waits.claim_started()
         result = await self._transact(
             lambda operations: operations.claim(
                 queues, worker_id, limit, lease_seconds, max_lease_losses, now, workflows, alone
             )
         )
-        if result.runs:
-            self._first_poll = FIRST_POLL_SECONDS
+        self._waits.claim_returned(found_work=bool(result.runs))
         return result
 
     async def renew(
@@ -301,37 +284,19 @@ class SQLiteBackend:
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None
     ) -> None:
-        """See ``Backend.wait_for_work`` and the module docstring for the polling cost.
-        Any change to the file wakes a waiter, whatever its ``workflows``."""
-        waiter = _Waiter(queues)
-        self._waiters.add(waiter)
-        try:
-            await self._poll_until_change(waiter.event, timeout)
-        finally:
-            self._waiters.discard(waiter)
+        """See ``Backend.wait_for_work`` and ``waiting``. Work for other workflows of
+        the queues wakes a waiter too, whatever its ``workflows``."""
+        await self._waits.wait(queues, timeout, self._announce)
 
-    async def _poll_until_change(self, event: asyncio.Event, timeout: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        baseline = self._thread.seen_data_version
-        if baseline is None:
-            baseline = await self._thread.data_version()
-        delay = self._first_poll
-        while (remaining := deadline - loop.time()) > 0:
-            try:
-                async with asyncio.timeout(min(delay, remaining)):
-                    await event.wait()
-                return
-            except TimeoutError:
-                pass
-            delay = min(delay * 2, MAX_POLL_SECONDS)
-            if await self._thread.data_version() != baseline:
-                self._first_poll = delay  # reset to the minimum by a claim that finds work
-                return
-        self._first_poll = FIRST_POLL_SECONDS  # a quiet database: poll eagerly again
+    async def _announce(self, address: str, queues: Sequence[str]) -> None:
+        await self._transact(lambda operations: operations.announce_waiter(address, queues))
 
     async def close(self) -> None:
-        """Close the connection and stop its thread; wake any waiter. Idempotent."""
-        for waiter in self._waiters:
-            waiter.event.set()
+        """Stop listening and withdraw the announcements, close the connection and stop
+        its thread; wake any waiter. Idempotent."""
+        address = self._waits.address
+        self._waits.close()
+        if address is not None:
+            with contextlib.suppress(BackendUnavailableError):
+                await self._transact(lambda operations: operations.forget_waiters([address]))
         await self._thread.close()

@@ -140,7 +140,7 @@ RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held).
-SELECT cancel_requested, queue, workflow, started_at FROM runs
+SELECT cancel_requested, queue, workflow, started_at, gate FROM runs
 WHERE id = :id AND status = 'running' AND lease_token = :token;
 
 -- name: end_run
@@ -582,3 +582,18 @@ LIMIT :limit;
 -- name: set_progress
 -- Store :progress (JSON text) as run :id's latest progress.
 UPDATE runs SET progress = :progress WHERE id = :id;
+
+-- name: announce_waiter
+-- Record that the socket at :address waits for work in each queue of the :queues array.
+INSERT OR IGNORE INTO wakeups (queue, address)
+SELECT value, :address FROM json_each(:queues);
+
+-- name: waiters_of
+-- The socket addresses waiting for work in any queue of the :queues JSON array (an
+-- address waiting on several of them comes once per queue).
+SELECT address FROM wakeups
+WHERE queue IN (SELECT value FROM json_each(:queues));
+
+-- name: forget_waiters
+-- Drop every announcement of the socket addresses in the :addresses JSON array.
+DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));

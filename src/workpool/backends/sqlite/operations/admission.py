@@ -22,8 +22,11 @@ RATE_ROUNDING = 1e-6
 class Admission(Transaction):
     """Gate places and rate reservations of runs joining or leaving ``queued``."""
 
-    def _leave_gate(self, run_id: str) -> tuple[str | None, int | None]:
-        """Give up the run's place at its gate, if it holds one; return (gate, limit)."""
+    def _leave_gate(self, run_id: str, *, gated: bool = True) -> tuple[str | None, int | None]:
+        """Give up the run's place at its gate, if it holds one; return (gate, limit).
+        ``gated=False``: the caller read that the run has no gate (no statement)."""
+        if not gated:
+            return None, None
         row = self._execute("leave_gate", id=run_id).fetchone()
         if row is None:
             return None, None

@@ -33,9 +33,11 @@ class Ending(Admission):
         cancel_requested: int = 0,
         lease_loss: int = 0,
         ran: float = 0.0,
+        gated: bool = True,
     ) -> None:
-        """Move a run to a terminal state and enqueue its hooks, once."""
-        left = self._leave_gate(run_id)
+        """Move a run to a terminal state and enqueue its hooks, once (``gated=False``:
+        the caller read that it has no gate)."""
+        left = self._leave_gate(run_id, gated=gated)
         ended = self._execute(
             "end_run",
             id=run_id,

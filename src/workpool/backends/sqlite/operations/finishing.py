@@ -60,26 +60,27 @@ class Finishing(Ending):
             tally[RUN_TIME] += ran
             if entry.status == "retry" and not records.flag(held, "cancel_requested"):
                 tally[RETRIED] += 1
+        gated = held["gate"] is not None
         if entry.status == "succeeded":
-            self._end(run_id, "succeeded", now, output=entry.output, ran=ran)
+            self._end(run_id, "succeeded", now, output=entry.output, ran=ran, gated=gated)
         elif records.flag(held, "cancel_requested"):
-            self._end(run_id, "canceled", now, error=entry.error, ran=ran)
+            self._end(run_id, "canceled", now, error=entry.error, ran=ran, gated=gated)
         elif entry.status == "retry":
             retry_at = now if entry.retry_at is None else entry.retry_at
-            left = self._leave_gate(run_id)
+            left = self._leave_gate(run_id, gated=gated)
             rows = self._execute(
                 "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now, ran=ran
             ).fetchall()
             self._fill(*left)
             self._joined(rows, now)
         elif entry.status == "suspend":
-            self._suspend(entry, records.text(held, "queue"), now, ran)
+            self._suspend(entry, records.text(held, "queue"), now, ran, gated)
         else:
             error = entry.error if entry.status == "failed" else None
-            self._end(run_id, entry.status, now, error=error, ran=ran)
+            self._end(run_id, entry.status, now, error=error, ran=ran, gated=gated)
         return True
 
-    def _suspend(self, entry: Finish, queue: str, now: float, ran: float) -> None:
+    def _suspend(self, entry: Finish, queue: str, now: float, ran: float, gated: bool) -> None:
         """Suspend a held run, or queue it again at once if what it waits for is done."""
         due = entry.wake_at is not None and entry.wake_at <= now
         if not due and entry.waiting_on:
@@ -87,7 +88,7 @@ class Finishing(Ending):
             row = self._execute("unfinished_among", ids=ids).fetchone()
             due = records.integer(row, "unfinished") < len(set(entry.waiting_on))
         run_id = entry.lease.run_id
-        left = self._leave_gate(run_id)
+        left = self._leave_gate(run_id, gated=gated)
         if due:
             rows = self._execute("resume_now", id=run_id, now=now, ran=ran).fetchall()
             self.woken.add(queue)

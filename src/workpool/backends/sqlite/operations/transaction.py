@@ -1,15 +1,17 @@
 """The state of one transaction that every part of ``Operations`` shares.
 
 A ``Transaction`` holds the connection and the named queries, collects ``woken`` (the
-queues that received runnable work, woken by the backend after the commit), the
+queues that received runnable work, whose waiting listeners it reads for the backend
+to wake after the commit, see ``waiting.py``), the
 counters this transaction adds (written once per minute and pair by
 ``flush_counters``), and caches each queue's settings for the transaction.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from workpool.backends.base import Lease, QueueSettings
@@ -58,6 +60,21 @@ class Transaction:
         if tally is None:
             tally = self._counts[key] = [0.0] * len(COUNTERS)
         return tally
+
+    def waiters_to_wake(self) -> list[str]:
+        """The listener addresses announced for the queues this transaction woke."""
+        if not self.woken:
+            return []
+        rows = self._execute("waiters_of", queues=json.dumps(sorted(self.woken)))
+        return list(dict.fromkeys(str(row["address"]) for row in rows))
+
+    def announce_waiter(self, address: str, queues: Sequence[str]) -> None:
+        """Record that the listener at ``address`` waits for work in ``queues``."""
+        self._execute("announce_waiter", address=address, queues=json.dumps(list(queues)))
+
+    def forget_waiters(self, addresses: Collection[str]) -> None:
+        """Drop the announcements of listeners that are gone."""
+        self._execute("forget_waiters", addresses=json.dumps(sorted(addresses)))
 
     def flush_counters(self) -> None:
         """Write the counters this transaction added to, one row per (minute, pair)."""
