@@ -1,13 +1,13 @@
 """The Lua scripts: loaded once per backend, called by SHA, one typed wrapper each.
 
 Each operation script is ``lua/<operation>.lua``; the files of ``lua/library/`` (key
-names, listing indexes and status writes, counters, wake-ups and concurrency gates,
-queue settings, rate limits, index upkeep, enqueueing, hooks, child outcomes, terminal
-transitions, reaping, claiming) are prepended to every one of them, so each call is still one
-self-contained script. Times travel as decimal strings
-(``repr`` of a float) so neither Lua nor Redis rounds them; the only times the scripts
-compute (rate limit reservations) are written with 17 significant digits, which read
-back as the same float.
+names, deferred index writes, listing indexes and status writes, counters, wake-ups and
+concurrency gates, queue settings, rate limits, index upkeep, suspending, enqueueing,
+hooks, child outcomes, terminal transitions, reaping, claiming, promoting) are prepended
+to every one of them, so each call is still one self-contained script. Times travel as
+decimal strings (``repr`` of a float) so neither Lua nor Redis rounds them; the only
+times the scripts compute (rate limit reservations, run times) are written with 17
+significant digits, which read back as the same float.
 """
 
 from __future__ import annotations
@@ -24,13 +24,17 @@ from workpool.backends.redis.connection import CommandLink
 LIBRARY = (
     "arguments",
     "keys",
+    "deferred",
     "listing",
     "ready",
+    "waking",
     "counters",
     "gates",
     "queues",
     "rates",
     "waiting",
+    "suspending",
+    "existing",
     "enqueueing",
     "hooks",
     "steps",
@@ -38,6 +42,7 @@ LIBRARY = (
     "reaping",
     "starting",
     "claiming",
+    "promoting",
 )
 """Library files, in dependency order."""
 
@@ -74,11 +79,12 @@ def read_lua(relative_path: str) -> str:
 def script_source(operation: str) -> str:
     """The full source sent to Redis for one operation: the library, then the operation
     as a function whose result is returned after ``flush_counts`` (counters.lua) has
-    written the counters it added to."""
+    written the counters it added to and ``flush_deferred`` (deferred.lua) the index
+    writes it gathered."""
     parts = [read_lua(f"library/{name}.lua") for name in LIBRARY]
     parts.append("local function operation()")
     parts.append(read_lua(f"{operation}.lua"))
-    parts.append("end\nlocal result = operation()\nflush_counts()\nreturn result")
+    parts.append("end\nlocal result = operation()\nflush_counts()\nflush_deferred()\nreturn result")
     return "\n".join(parts)
 
 

@@ -27,8 +27,9 @@ local function settings_key(queue)
   return queue_key(queue, 'settings')
 end
 
--- set: the name of every workflow that has had a run (cancel_many walks them)
-local function workflows_key()
+-- set: workflow names, written by versions before the pairs set named them all (only
+-- cancel_many still reads it: the runs of a store written by those versions)
+local function legacy_workflows_key()
   return prefix .. ':workflows'
 end
 
