@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from tests.backends.redis.test_redis_backend import CommandCounter
 
 from workpool.backends.base import Finish, NewRun, RateLimitSpec
-from workpool.backends.redis import codec, scripts
+from workpool.backends.redis import codec, sources
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys, gate_id
 
@@ -34,7 +34,7 @@ def test_gate_ids_keep_workflow_and_key_apart() -> None:
 
 
 def test_runs_travel_as_run_fields_values_each() -> None:
-    lua = scripts.read_lua("library/enqueueing.lua")
+    lua = sources.read_lua("library/enqueueing.lua")
     match = re.search(r"^local RUN_FIELDS = (\d+)$", lua, re.MULTILINE)
     assert match is not None
     assert int(match.group(1)) == codec.RUN_FIELDS
