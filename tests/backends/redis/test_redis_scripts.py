@@ -72,7 +72,7 @@ def test_a_script_defines_every_library_name_it_uses(operation: str) -> None:
     error only once that line runs."""
     source = sources.script_source(operation)
     library_names = {name for definition in sources.library() for name in definition.names}
-    defined = set()
+    defined: set[str] = set()
     for definition in sources.library():
         if definition.text in source:
             defined |= definition.names
