@@ -84,10 +84,9 @@ def split_definitions(text: str) -> list[Definition]:
     chunks: list[tuple[set[str], list[str]]] = []
     comments: list[str] = []
     for line in text.splitlines():
-        started, assigned = _START.match(line), _ASSIGNED.match(line)
-        if started or assigned:
-            names = started[1] if started else assigned[1]  # type: ignore[index]
-            chunks.append(({name.strip() for name in names.split(",")}, [*comments, line]))
+        start = _START.match(line) or _ASSIGNED.match(line)
+        if start:
+            chunks.append(({name.strip() for name in start[1].split(",")}, [*comments, line]))
             comments = []
         elif line.startswith("--") or (not line.strip() and not chunks):
             comments.append(line)
