@@ -81,6 +81,8 @@ class ServerWindow:
 
     commands_per_run: float
     """Top-level commands per run, less the INFO that opened the window."""
+    top_level: dict[str, float]
+    """The same, per command name."""
     cpu_us_per_run: float
     """redis-server's CPU time (user + system) per run."""
     evalsha_us_per_run: float
@@ -97,8 +99,10 @@ async def server_window(
     calls_before, calls_after = calls_of(before), calls_of(after)
     delta = {name: calls - calls_before.get(name, 0) for name, calls in calls_after.items()}
     delta["info"] -= 1
+    top = {name: calls / runs for name, calls in top_level(delta, script_commands()).items()}
     return ServerWindow(
-        commands_per_run=sum(top_level(delta, script_commands()).values()) / runs,
+        commands_per_run=sum(top.values()),
+        top_level={name: share for name, share in top.items() if share},
         cpu_us_per_run=1e6 * (cpu_after - cpu_before) / runs,
         evalsha_us_per_run=(usec(after, "evalsha") - usec(before, "evalsha")) / runs,
     )
@@ -146,6 +150,7 @@ async def run(env: Env) -> Measured:
     if window is not None:
         details["server_cpu_us_per_run"] = window.cpu_us_per_run
         details["evalsha_us_per_run"] = window.evalsha_us_per_run
+        details["top_level_per_run"] = window.top_level
     return Measured(values, details)
 
 

@@ -34,9 +34,12 @@ from benchmarks.harness import (
 )
 from benchmarks.stats import Bar, Measured, MetricSpec
 from benchmarks.stores import RedisTarget
-from benchmarks.workers import ROOT, BenchmarkError, workers
+from benchmarks.workers import BenchmarkError, workers
+from workpool.backends import redis as redis_backend
 
-LUA_DIR = ROOT / "src" / "workpool" / "backends" / "redis" / "lua"
+LUA_DIR = Path(redis_backend.__file__).parent / "lua"
+"""The Lua sources of the workpool being measured (with PYTHONPATH set to another
+version's ``src``, that version's)."""
 CALL_SITE = re.compile(r"""redis\.p?call\(\s*['"]([A-Za-z|]+)['"]""")
 EXPECTED_TOP_LEVEL = frozenset(
     {"evalsha", "evalsha_ro", "eval", "blpop", "hgetall", "ping", "script|load"}
