@@ -17,17 +17,21 @@ local pending_minutes = {}  -- stats key -> its minute (a decimal string)
 
 -- Add 1 (or, for run_time, amount: a number of seconds) to a counter of the run's pair
 -- (its queue and workflow) in the minute of now (a decimal string). Nothing is written
--- until flush_counts, which every operation script runs last (scripts.py), so a batch
+-- until flush_counts, which every operation script runs last (sources.py), so a batch
 -- pays two commands per minute, not one per counter and run.
+local minute_keys = {}  -- now -> the stats key of its minute, made once per call
+
 local function count(counter, queue, workflow, now, amount)
-  local minute = string.format('%d', math.floor(tonumber(now) / 60) * 60)
-  local key = stats_key(minute)
-  local fields = pending_counts[key]
-  if not fields then
-    fields = {}
-    pending_counts[key] = fields
-    pending_minutes[key] = minute
+  local key = minute_keys[now]
+  if not key then
+    local minute = string.format('%d', math.floor(tonumber(now) / 60) * 60)
+    key = stats_key(minute)
+    minute_keys[now] = key
+    if not pending_counts[key] then
+      pending_counts[key], pending_minutes[key] = {}, minute
+    end
   end
+  local fields = pending_counts[key]
   local field = counter .. ':' .. pair_of(queue, workflow)
   fields[field] = (fields[field] or 0) + (amount or 1)
 end
