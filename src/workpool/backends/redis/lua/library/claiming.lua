@@ -60,13 +60,13 @@ local function take(claim, queue, heads, most, reply)
   while taken < most do
     local workflow, _, second = lowest(normal)
     if workflow == nil then break end
-    local ids = pop_ready(queue, workflow, most - taken, second,
+    local ids, emptied = pop_ready(queue, workflow, most - taken, second,
       heads[workflow] >= ISOLATED_BELOW)
     for _, run_id in ipairs(ids) do
       start(claim, run_id, queue, reply, false)
     end
     taken = taken + #ids
-    local first = ready_first(queue, workflow)
+    local first = emptied and {} or ready_first(queue, workflow)
     firsts[workflow] = first
     normal[workflow] = #ids > 0 and normal_head(queue, workflow, tonumber(first[2])) or nil
   end

@@ -1,5 +1,4 @@
 -- Library: claimable runs, per (queue, workflow); their wake-ups are in waking.lua.
---
 -- A claimable run (queued: ungated, or admitted by its gate) is in the sorted set
 -- ready_key(queue, workflow), so a claim takes only runs of the workflows its worker
 -- defines and a run no worker defines waits there untouched. Its score is its rank,
@@ -64,15 +63,16 @@ local function add_ready(run_id, queue, workflow, score)
 end
 
 -- Take out of (queue, workflow)'s ready set up to most runs not to isolate, of score at
--- most upper (a number; nil: no bound); only_normal: the set holds no run to isolate
--- (then, unbounded, one ZPOPMIN). Returns their ids, smallest score first.
+-- most upper (a number; nil: no bound); only_normal: it holds no run to isolate (then,
+-- unbounded, one ZPOPMIN). Returns their ids, smallest score first, and whether it is
+-- known to be empty now.
 local function pop_ready(queue, workflow, most, upper, only_normal)
   local key, ids = ready_key(queue, workflow), {}
   flush_key(key)
   if only_normal and upper == nil then
     local popped = redis.call('ZPOPMIN', key, most)
     for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
-    return ids
+    return ids, #ids < most
   end
   local bound = upper and string.format('%.17g', upper) or '+inf'
   ids = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, bound, 'LIMIT', 0, most)
