@@ -100,27 +100,18 @@ class RedisBackend:
         check_prefix(prefix)
         check_url(url)
         try:
-            # Commands go one at a time over one connection; the link bounds each
-            # with its own timeout (cheaper than the socket timeout of redis-py).
-            link = CommandLink(
-                ConnectionPool.from_url(
-                    url,
-                    decode_responses=True,
-                    socket_connect_timeout=CONNECT_TIMEOUT,
-                    socket_timeout=None,
-                    socket_keepalive=True,
-                )
+            # Only a factory of configured connections (URL options, AUTH, SELECT, TLS):
+            # commands go one at a time over one connection, and blocking pops get
+            # connections of their own; each link bounds its commands with its own
+            # timeout (cheaper than the socket timeout of redis-py).
+            connections = ConnectionPool.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_timeout=None,
+                socket_keepalive=True,
             )
-            # Blocking pops get connections of their own, bounded by their own deadline.
-            waits = WaitLink(
-                ConnectionPool.from_url(
-                    url,
-                    decode_responses=True,
-                    socket_connect_timeout=CONNECT_TIMEOUT,
-                    socket_timeout=None,
-                    socket_keepalive=True,
-                )
-            )
+            link, waits = CommandLink(connections), WaitLink(connections)
         except ValueError as error:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
