@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from benchmarks.app import BenchApp
-from benchmarks.b7_round_trips import command_calls, script_commands, top_level
+from benchmarks.b7_round_trips import calls_of, cpu_seconds, script_commands, top_level, usec
 from benchmarks.harness import (
     Env,
     Workload,
@@ -74,12 +75,37 @@ async def open_loop(app: BenchApp, rate: int, seconds: float) -> OpenLoop:
     return OpenLoop(ids, count / (loop.time() - start), durations)
 
 
-async def commands_per_run(target: RedisTarget, before: dict[str, int], runs: int) -> float:
-    """Top-level commands per run since ``before`` (see B7), less the INFO that took it."""
-    after = await command_calls(target)
-    delta = {name: calls - before.get(name, 0) for name, calls in after.items()}
+@dataclass(frozen=True, slots=True)
+class ServerWindow:
+    """What redis-server did while the open loop ran (see B7 for the method)."""
+
+    commands_per_run: float
+    """Top-level commands per run, less the INFO that opened the window."""
+    top_level: dict[str, float]
+    """The same, per command name."""
+    cpu_us_per_run: float
+    """redis-server's CPU time (user + system) per run."""
+    evalsha_us_per_run: float
+    """The scripts' own time (EVALSHA's usec) per run."""
+
+
+async def server_window(
+    target: RedisTarget, before: dict[str, Any], cpu_before: float, runs: int
+) -> ServerWindow:
+    """The server's work per run since ``before`` (an INFO commandstats reply) and
+    ``cpu_before`` (its CPU seconds, read just before)."""
+    after = await target.info("commandstats")
+    cpu_after = await cpu_seconds(target)
+    calls_before, calls_after = calls_of(before), calls_of(after)
+    delta = {name: calls - calls_before.get(name, 0) for name, calls in calls_after.items()}
     delta["info"] -= 1
-    return sum(top_level(delta, script_commands()).values()) / runs
+    top = {name: calls / runs for name, calls in top_level(delta, script_commands()).items()}
+    return ServerWindow(
+        commands_per_run=sum(top.values()),
+        top_level={name: share for name, share in top.items() if share},
+        cpu_us_per_run=1e6 * (cpu_after - cpu_before) / runs,
+        evalsha_us_per_run=(usec(after, "evalsha") - usec(before, "evalsha")) / runs,
+    )
 
 
 async def run(env: Env) -> Measured:
@@ -90,11 +116,15 @@ async def run(env: Env) -> Measured:
         async with workers(target, 1, CONCURRENCY, env.log_dir, env.worker_env) as procs:
             await asyncio.sleep(SETTLE_SECONDS)
             values = {IDLE_CPU: await idle_cpu_percent(procs[0], idle_seconds)}
-            before = await command_calls(target) if isinstance(target, RedisTarget) else {}
+            window: ServerWindow | None = None
+            if isinstance(target, RedisTarget):
+                cpu_before = await cpu_seconds(target)
+                before = await target.info("commandstats")
             client = await open_loop(app, RATE, load_seconds)
             if isinstance(target, RedisTarget):
                 await asyncio.sleep(TAIL_SECONDS)
-                values[COMMANDS] = await commands_per_run(target, before, len(client.run_ids))
+                window = await server_window(target, before, cpu_before, len(client.run_ids))
+                values[COMMANDS] = window.commands_per_run
             await wait_drained(target, procs)
         runs = await read_succeeded(app, client.run_ids)
     for span, end in (("start", "started_at"), ("finish", "finished_at")):
@@ -117,6 +147,10 @@ async def run(env: Env) -> Measured:
         # The client's own enqueue calls: a slow tail here is time spent waiting (locks).
         "enqueue_call_ms": {f"p{p}": percentile(client.enqueue_ms, p) for p in (50, 99, 100)},
     }
+    if window is not None:
+        details["server_cpu_us_per_run"] = window.cpu_us_per_run
+        details["evalsha_us_per_run"] = window.evalsha_us_per_run
+        details["top_level_per_run"] = window.top_level
     return Measured(values, details)
 
 

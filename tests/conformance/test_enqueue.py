@@ -207,6 +207,42 @@ async def test_enqueue_of_existing_id_changes_nothing(backend: Backend, clock: M
     assert (await claim_one(backend, clock.now(), queues=[QUEUE])).lease.run_id == original.id
 
 
+async def test_a_batch_with_a_stored_id_creates_only_the_others(
+    backend: Backend, clock: ManualClock
+) -> None:
+    stored = new_run(clock.now(), input='{"v": "original"}')
+    await enqueue(backend, stored, clock.now())
+    before = await fetch(backend, stored.id)
+    fresh = [new_run(clock.now()) for _ in range(3)]
+    clash = new_run(clock.now(), run_id=stored.id, input='{"v": "clash"}')
+
+    assert await backend.enqueue([fresh[0], clash, *fresh[1:]], clock.now()) == [
+        Enqueued(fresh[0].id, True),
+        Enqueued(stored.id, False),
+        *(Enqueued(run.id, True) for run in fresh[1:]),
+    ]
+    assert await backend.get_run(stored.id) == before
+    assert [await status_of(backend, run.id) for run in fresh] == ["queued"] * 3
+
+
+async def test_an_id_repeated_in_one_batch_stores_its_first_run(
+    backend: Backend, clock: ManualClock
+) -> None:
+    first = new_run(clock.now(), input='{"v": "first"}')
+    again = new_run(clock.now() + 100, run_id=first.id, input='{"v": "again"}')
+    other = new_run(clock.now())
+
+    assert await backend.enqueue([first, other, again], clock.now()) == [
+        Enqueued(first.id, True),
+        Enqueued(other.id, True),
+        Enqueued(first.id, False),
+    ]
+    assert (await fetch(backend, first.id)).input == first.input
+    assert await status_of(backend, first.id) == "queued"
+    claimed = [await claim_one(backend, clock.now()) for _ in range(2)]
+    assert {run.lease.run_id for run in claimed} == {first.id, other.id}
+
+
 async def test_concurrent_enqueues_with_same_key_create_exactly_one_run(
     backend_factory: BackendFactory, clock: ManualClock
 ) -> None:

@@ -165,6 +165,29 @@ async def test_a_cancelled_wait_leaves_the_backend_usable(redis_backend: RedisBa
     await asyncio.wait_for(woken, timeout=5)
 
 
+async def test_waits_reuse_their_connection_and_a_timed_out_wait_drops_its_own(
+    redis_backend: RedisBackend, raw: Redis
+) -> None:
+    async def clients() -> int:
+        return int((await raw.info("clients"))["connected_clients"])
+
+    await redis_backend.enqueue([a_run("first")], NOW)
+    await redis_backend.wait_for_work(["q"], 5, workflows=["wf"])  # takes the token
+    before = await clients()
+    for index in range(5):
+        await redis_backend.enqueue([a_run(f"again{index}")], NOW)
+        await asyncio.wait_for(redis_backend.wait_for_work(["q"], 5, workflows=["wf"]), 5)
+    assert await clients() == before  # one connection served every wait
+    await redis_backend.wait_for_work(["q"], 0.05, workflows=["wf"])  # nothing comes
+    for _ in range(100):  # the server sees the dropped connection go, soon
+        if await clients() == before - 1:
+            break
+        await asyncio.sleep(0.01)
+    assert await clients() == before - 1
+    await redis_backend.enqueue([a_run("last")], NOW)
+    await asyncio.wait_for(redis_backend.wait_for_work(["q"], 5, workflows=["wf"]), 5)
+
+
 async def test_a_wait_is_woken_by_runs_of_its_workflows_only(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:

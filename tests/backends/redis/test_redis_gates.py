@@ -13,7 +13,7 @@ from redis.asyncio import Redis
 from tests.backends.redis.test_redis_backend import CommandCounter
 
 from workpool.backends.base import Finish, NewRun, RateLimitSpec
-from workpool.backends.redis import codec, scripts
+from workpool.backends.redis import codec, sources
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys, gate_id
 
@@ -34,7 +34,7 @@ def test_gate_ids_keep_workflow_and_key_apart() -> None:
 
 
 def test_runs_travel_as_run_fields_values_each() -> None:
-    lua = scripts.read_lua("library/enqueueing.lua")
+    lua = sources.read_lua("library/enqueueing.lua")
     match = re.search(r"^local RUN_FIELDS = (\d+)$", lua, re.MULTILINE)
     assert match is not None
     assert int(match.group(1)) == codec.RUN_FIELDS
@@ -190,43 +190,34 @@ async def warm_up_the_minute(backend: RedisBackend) -> None:
 async def test_a_run_costs_few_commands_inside_the_scripts(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:
-    """Each status change moves the run between two list indexes (ZREM, ZADD; a new run
-    only ZADDs) and a terminal one joins the finished set; counters cost one HINCRBY
-    per counter and (queue, workflow) per script call, not per run (a finish batch of
-    one pair: 3, whatever its size). A claimable run is in its pair's ready set, and the
-    queue's heads keep each pair's lowest score: adding a run costs one ZADD LT of the
-    heads, taking runs costs one ZRANGE and ZADD/ZREM of the heads per pair per call, not
-    per run. Waking a pair (LLEN, RPUSH of its signal list) is once per pair per call. A
-    gated claim costs what an ungated one does. Queue settings cost nothing per run:
+    """A run's own hash costs it one HSET at enqueue and one HMGET and one HSET at claim
+    and at finish (its run time and its spent lease token go in that HSET: no
+    HINCRBYFLOAT, no HDEL). Everything else is per call, not per run: index writes
+    (list moves, ready sets, heads, leases, cancelable, finished: deferred.lua) are one
+    ZADD and one ZREM per key, the id check one EXISTS per batch, counters one HMGET and
+    one HSET per minute, waking a pair (LLEN, RPUSH of its signal list) once per pair,
+    taking runs one ZPOPMIN (or ZRANGEBYSCORE and ZREM) and the heads' upkeep per pair.
+    A gated claim costs what an ungated one does. Queue settings cost nothing per run:
     claim and finish read them once per queue per call (one HMGET; a limited queue adds
     a ZCARD of its leases and a ZRANGE of its heads, see test_redis_queues.py), so a run
-    in a limited queue costs what an unlimited one does. Before listing and counters:
-    enqueue 4, claim 3, finish 5; gated: enqueue 7, waits 5, claim 3, hands its place on
-    11, claim again 3, finish 8. Before ready sets per pair: enqueue 5, claim 5; gated:
-    enqueue 8, hands its place on 14, claim 5."""
+    in a limited queue costs what an unlimited one does. Before deferred index writes:
+    enqueue 6, claim 6, finish 9; gated: enqueue 10, waits 6, claim 6, hands its place
+    on 16, finish 12. Before listing and counters: enqueue 4, claim 3, finish 5."""
     await warm_up_the_minute(redis_backend)
-    plain = {
-        # EXISTS, HSET, ZADD list, ZADD cancelable, ZADD ready, ZADD heads LT
-        "enqueue": 6,
-        # ZREM ready (found by one ZRANGEBYSCORE per call), HMGET, HSET, ZREM list, ZADD
-        # list, ZADD leases
-        "claim": 6,
-        # HMGET, HINCRBYFLOAT run time, HSET, ZREM list, ZADD list, ZADD finished, HDEL,
-        # ZREM leases, ZREM cancelable (the counters' HINCRBYs are per call)
-        "finish": 9,
-    }
+    plain = {"enqueue": 1, "claim": 2, "finish": 2}  # HSET; HMGET, HSET; HMGET, HSET
     assert await costs_per_run(redis_backend, raw, keys, gated=False) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=False, limited=True) == plain
     assert await costs_per_run(redis_backend, raw, keys, gated=True) == {
-        # + HGET of the gate's count, ZCARD of its waiting set, HGET isolate (a run that
-        # lost its lease goes back to its gate; a new one has none), HSET count
-        "enqueue": 10,
-        "enqueue, waits": 6,  # EXISTS, HGET count, HSET, ZADD list, ZADD cancelable, ZADD waiting
-        "claim": 6,
-        # finish's 9 + HGET count, ZPOPMIN of one waiting run, HMGET its queue and
-        # workflow, HSET admitted, HGET isolate, ZADD ready, ZADD heads LT (the count does
-        # not change; the pair is woken once per call)
-        "finish, hands its place on": 16,
-        "claim again": 6,
-        "finish": 12,  # + HGET count, ZPOPMIN finding nobody waiting, HSET count
+        # + HGET of the gate's count, ZCARD of its waiting set, HMGET isolate and
+        # rank_offset (a run that lost its lease goes back to its gate; a new one has
+        # none), HSET count
+        "enqueue": 5,
+        "enqueue, waits": 3,  # HGET count, HSET, ZADD waiting
+        "claim": 2,
+        # finish's 2 + HDEL admitted, HGET count, ZPOPMIN of one waiting run, HMGET its
+        # queue, workflow and available_at, HSET admitted, HMGET isolate and rank_offset
+        # (the count does not change; the pair is woken once per call)
+        "finish, hands its place on": 8,
+        "claim again": 2,
+        "finish": 6,  # + HDEL admitted, HGET count, ZPOPMIN finding nobody waiting, HSET count
     }

@@ -36,7 +36,8 @@ from workpool.backends.base import (
 from workpool.backends.checks import check_finishes, check_new_runs, check_step
 from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
-from workpool.backends.redis.connection import COMMAND_TIMEOUT, NETWORK_ERRORS, CommandLink
+from workpool.backends.redis.blocking import WaitLink
+from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import BackendUnavailableError, ConfigurationError
@@ -46,9 +47,6 @@ CONNECT_TIMEOUT = 10.0
 
 LONGEST_WAIT = 24 * 3600.0
 """Seconds: longer waits are cut to this (callers may be woken early anyway)."""
-
-DEADLINE_SLACK = 0.002
-"""Seconds the local deadline of a blocking wait gives the server's own timeout first."""
 
 NO_SIGNAL_PAUSE = 0.5
 """Seconds a wait with no signal list to block on (no pair has had a run) lasts."""
@@ -90,13 +88,12 @@ def as_dict(reply: Any) -> dict[str, str]:
 class RedisBackend:
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
-    def __init__(self, link: CommandLink, blocking_pool: ConnectionPool, prefix: str) -> None:
+    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str) -> None:
         """Use ``open``; this takes already-configured connections."""
         self._link = link
-        self._blocking_pool = blocking_pool
+        self._waits = waits
         self._keys = Keys(prefix)
         self._scripts = Scripts(link, self._keys.tag)
-        self._closed = False
 
     @classmethod
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
@@ -104,26 +101,23 @@ class RedisBackend:
         check_prefix(prefix)
         check_url(url)
         try:
-            # Commands go one at a time over one connection; the link bounds each
-            # with its own timeout (cheaper than the socket timeout of redis-py).
-            link = CommandLink(
-                ConnectionPool.from_url(
-                    url,
-                    decode_responses=True,
-                    socket_connect_timeout=CONNECT_TIMEOUT,
-                    socket_timeout=None,
-                    socket_keepalive=True,
-                )
+            # Only a factory of configured connections (URL options, AUTH, SELECT, TLS):
+            # commands go one at a time over one connection, and blocking pops get
+            # connections of their own; each link bounds its commands with its own
+            # timeout (cheaper than the socket timeout of redis-py).
+            connections = ConnectionPool.from_url(
+                url,
+                decode_responses=True,
+                socket_connect_timeout=CONNECT_TIMEOUT,
+                socket_timeout=None,
+                socket_keepalive=True,
             )
-            # Blocking pops get their own connections; each read sets its own timeout.
-            blocking_pool = ConnectionPool.from_url(
-                url, decode_responses=True, socket_connect_timeout=CONNECT_TIMEOUT
-            )
+            link, waits = CommandLink(connections), WaitLink(connections)
         except ValueError as error:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
-        backend = cls(link, blocking_pool, prefix)
+        backend = cls(link, waits, prefix)
         try:
             await link.call("PING")
             await backend._scripts.load()
@@ -364,35 +358,7 @@ class RedisBackend:
         if not signals:  # no pair to watch yet: look again soon (an early return is allowed)
             await asyncio.sleep(min(timeout, NO_SIGNAL_PAUSE))
             return
-        seconds = min(timeout, LONGEST_WAIT)
-        try:  # a pooled connection is checked, or opened, here: that can fail too
-            # redis-py leaves get_connection unannotated.
-            connection = await self._blocking_pool.get_connection()  # type: ignore[no-untyped-call]
-        except NETWORK_ERRORS as error:
-            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-        # Redis checks BLPOP timeouts only when its event loop wakes (every 100 ms at
-        # the default hz), so a timed wake-up (a due timer, retry or scheduled run)
-        # would be up to 100 ms late; the deadline is kept here instead.
-        deadline = asyncio.timeout(seconds + DEADLINE_SLACK)
-        try:
-            async with deadline:
-                await connection.send_command("BLPOP", *signals, f"{seconds:.3f}")
-                # The client's default read timeout (5 s in redis-py 8) is shorter than
-                # a long wait; allow the wait plus the usual command time instead.
-                await connection.read_response(timeout=seconds + COMMAND_TIMEOUT)
-        except BaseException as error:
-            # Cancelled or failed mid-command: the reply may still arrive, so the
-            # connection cannot be reused. Drop it; the pool will open a fresh one.
-            await connection.disconnect(nowait=True)
-            if deadline.expired():
-                return
-            if not isinstance(error, NETWORK_ERRORS):
-                raise
-            # After close() the cut connection is a spurious wake, not an outage.
-            if not self._closed:
-                raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-        finally:
-            await self._blocking_pool.release(connection)
+        await self._waits.pop(signals, min(timeout, LONGEST_WAIT))
 
     async def _signals(self, queues: Sequence[str], workflows: Sequence[str] | None) -> list[str]:
         """The signal lists of the (queue, workflow) pairs a waiter serves; without
@@ -409,6 +375,5 @@ class RedisBackend:
         return await durability.check(self._link)
 
     async def close(self) -> None:
-        self._closed = True
         await self._link.close()
-        await self._blocking_pool.disconnect()
+        await self._waits.close()

@@ -6,7 +6,8 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
 
     {p}:run:<run id>                       hash: one run, fields named as in RunRecord
                                            (retry_of, retried_as: absent when None),
-                                           plus lease_token, hooks (JSON text), claims
+                                           plus lease_token (the current lease's; '' or
+                                           absent when not running), hooks (JSON text), claims
                                            (claims so far, makes lease tokens unique;
                                            the fencing token), isolate ('1': it lost its
                                            lease and runs alone next),
@@ -26,9 +27,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            in creation order
     {p}:ready:<pair>                       sorted set: the pair's claimable run ids
                                            (queued: ungated, or admitted by their gate),
-                                           score available_at, or available_at - 1e12
-                                           for a run to isolate (field isolate = '1';
-                                           see lua/library/ready.lua)
+                                           score the run's rank, or rank - 3e12 for a run
+                                           to isolate (field isolate = '1'; see
+                                           lua/library/ready.lua)
     {p}:queue:<queue>:heads                sorted set: workflow -> the lowest score of
                                            its ready set in this queue (none when empty)
     {p}:signal:<pair>                      list (at most one token): wakes an idle worker
@@ -46,7 +47,10 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:registry                           hash: workflow name -> JSON of its registered
                                            definition (app, queue, max_concurrency, retry,
                                            cron, updated_at as a decimal string)
-    {p}:workflows                          set: every workflow name that has had a run
+    {p}:workflows                          set: workflow names, written by versions before
+                                           the pairs set named every workflow; no longer
+                                           written, read by cancel_many (its runs' cancelable
+                                           sets)
     {p}:idempotency:<len>:<workflow>:<key> string "<expires_at> <run id>", with a TTL;
                                            <len> is the workflow name's length in bytes
     {p}:lease:<name>                       string "<expires_at> <holder>" of a named lease
@@ -158,7 +162,7 @@ class Keys:
     def registry(self) -> str:
         return f"{self.tag}:registry"
 
-    def workflows(self) -> str:
+    def legacy_workflows(self) -> str:
         return f"{self.tag}:workflows"
 
     def workflow_cancelable(self, workflow: str) -> str:

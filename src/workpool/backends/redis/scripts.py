@@ -1,45 +1,22 @@
 """The Lua scripts: loaded once per backend, called by SHA, one typed wrapper each.
 
-Each operation script is ``lua/<operation>.lua``; the files of ``lua/library/`` (key
-names, listing indexes and status writes, counters, wake-ups and concurrency gates,
-queue settings, rate limits, index upkeep, enqueueing, hooks, child outcomes, terminal
-transitions, reaping, claiming) are prepended to every one of them, so each call is still one
-self-contained script. Times travel as decimal strings
-(``repr`` of a float) so neither Lua nor Redis rounds them; the only times the scripts
-compute (rate limit reservations) are written with 17 significant digits, which read
-back as the same float.
+Each operation script is ``lua/<operation>.lua`` after the definitions of
+``lua/library/`` it uses (``sources.py``), so each call is one self-contained script.
+Times travel as decimal strings (``repr`` of a float) so neither Lua nor Redis rounds
+them; the only times the scripts compute (rate limit reservations, run times) are
+written with 17 significant digits, which read back as the same float.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from importlib import resources
 from typing import Any
 
 from redis.exceptions import NoScriptError
 
 from workpool.backends.redis.connection import CommandLink
-
-LIBRARY = (
-    "arguments",
-    "keys",
-    "listing",
-    "ready",
-    "counters",
-    "gates",
-    "queues",
-    "rates",
-    "waiting",
-    "enqueueing",
-    "hooks",
-    "steps",
-    "ending",
-    "reaping",
-    "starting",
-    "claiming",
-)
-"""Library files, in dependency order."""
+from workpool.backends.redis.sources import script_source
 
 OPERATIONS = (
     "enqueue",
@@ -65,22 +42,6 @@ OPERATIONS = (
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
 has_steps (1 | 0), claims, isolated (1 | 0)]"""
-
-
-def read_lua(relative_path: str) -> str:
-    """The text of a file under ``lua/``."""
-    return resources.files(__package__).joinpath("lua", relative_path).read_text("utf-8")
-
-
-def script_source(operation: str) -> str:
-    """The full source sent to Redis for one operation: the library, then the operation
-    as a function whose result is returned after ``flush_counts`` (counters.lua) has
-    written the counters it added to."""
-    parts = [read_lua(f"library/{name}.lua") for name in LIBRARY]
-    parts.append("local function operation()")
-    parts.append(read_lua(f"{operation}.lua"))
-    parts.append("end\nlocal result = operation()\nflush_counts()\nreturn result")
-    return "\n".join(parts)
 
 
 class Script:

@@ -38,39 +38,32 @@ if served_count >= 0 then
 end
 local queues = { unpack(ARGV, first_queue) }
 
-local function promote(queue, budget)
-  local scheduled = queue_key(queue, 'scheduled')
-  local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, budget)
-  for _, run_id in ipairs(due) do
-    redis.call('ZREM', scheduled, run_id)
-    local at = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
-      'available_at', 'gate', 'gate_limit', 'rate', 'rate_reserved')
-    if at[8] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
-    if make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
-        and room_now(queue) > 0 then
-      wake(at[2], at[3])
-    end
-  end
-  return budget - #due
-end
-
 local promote_budget, reap_budget = BATCH, BATCH
+local firsts = {}  -- queue -> { scheduled = read_first, leases = read_first }
 for _, queue in ipairs(queues) do  -- a full or paused queue wakes nobody
-  promote_budget = promote(queue, promote_budget)
-  local reaped = {}
-  reap_budget = reap(queue, reap_budget, now, max_lease_losses, reaped)
-  if next(reaped) and room_now(queue) > 0 then
-    for workflow in pairs(reaped) do wake(queue, workflow) end
+  local first = { scheduled = read_first(queue_key(queue, 'scheduled')),
+    leases = read_first(queue_key(queue, 'leases')) }
+  firsts[queue] = first
+  if due(first.scheduled, now) and promote_budget > 0 then
+    promote_budget = promote(queue, promote_budget, now)
+  end
+  if due(first.leases, now) and reap_budget > 0 then
+    local reaped = {}
+    reap_budget = reap(queue, reap_budget, now, max_lease_losses, reaped)
+    if next(reaped) and room_now(queue) > 0 then
+      for workflow in pairs(reaped) do wake(queue, workflow) end
+    end
   end
 end
 
 -- reply[1], reply[2]: next_wake_at, isolated_since, set below; claimed runs follow.
 local reply, next_wake_at, isolating = { false, false }, nil, false
+local heads, started = {}, {}  -- queue -> heads_of (while unchanged), runs started
 if alone and limit > 0 then
   for _, queue in ipairs(queues) do
-    local heads = heads_of(claim, queue)
-    if room_now(queue) > 0 and take_isolated(claim, queue, heads, reply) then
-      isolating = true
+    heads[queue] = heads_of(claim, queue)
+    if room_now(queue) > 0 and take_isolated(claim, queue, heads[queue], reply) then
+      isolating, started[queue] = true, 1
       break
     end
   end
@@ -79,13 +72,18 @@ for _, queue in ipairs(queues) do
   if not isolating then
     local free = room_now(queue)
     local wanted = math.min(limit - (#reply - 2), free)
-    local taken, left = take(claim, queue, heads_of(claim, queue), math.max(wanted, 0), reply)
+    local taken, left = take(claim, queue, heads[queue] or heads_of(claim, queue),
+      math.max(wanted, 0), reply)
+    started[queue], heads[queue] = taken, nil
     if free > taken then
       for workflow in pairs(left) do wake(queue, workflow) end
     end
   end
-  next_wake_at = earliest(queue_key(queue, 'scheduled'), next_wake_at)
-  next_wake_at = earliest(queue_key(queue, 'leases'), next_wake_at)
+  local first = firsts[queue]
+  next_wake_at = earliest_since(queue_key(queue, 'scheduled'), first.scheduled, nil, 0,
+    next_wake_at)
+  next_wake_at = earliest_since(queue_key(queue, 'leases'), first.leases, lease_expires_at,
+    started[queue] or 0, next_wake_at)
 end
 reply[1] = next_wake_at or false
 reply[2] = claim.isolated_since and string.format('%.17g', claim.isolated_since) or false

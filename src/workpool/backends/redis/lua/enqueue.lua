@@ -15,22 +15,20 @@ for position = 1, (#ARGV - 1) / RUN_FIELDS do
   refused = refused or bad_new_run(2 + (position - 1) * RUN_FIELDS)
 end
 if refused then return refused end
+local runs, ids = (#ARGV - 1) / RUN_FIELDS, {}
+for position = 1, runs do ids[position] = ARGV[2 + (position - 1) * RUN_FIELDS] end
+note_absent(ids)
 local not_created = {}
-local workflows = {}
-for position = 1, (#ARGV - 1) / RUN_FIELDS do
+for position = 1, runs do
   local parsed = run_from_args(2 + (position - 1) * RUN_FIELDS)
   local existing, to_wake = enqueue_one(parsed, now)
   if existing == nil then  -- stored
     if to_wake then
       wake(parsed[1].queue, parsed[1].workflow)  -- a gate wakes the pair of each run it admits
     end
-    workflows[parsed[1].workflow] = true
   else
     not_created[#not_created + 1] = position
     not_created[#not_created + 1] = existing  -- false (a nil reply) when skipped
   end
-end
-for workflow in pairs(workflows) do
-  redis.call('SADD', workflows_key(), workflow)
 end
 return not_created

@@ -18,6 +18,7 @@ local now, queue, workflow, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]
 local limit, error_json = tonumber(ARGV[5]), ARGV[6]
 local key, ids, start, page = ready_key(queue, workflow), {}, 0, math.max(limit, 100)
 local batch
+flush_key(key)
 repeat
   batch = redis.call('ZRANGE', key, start, start + page - 1)
   for _, run_id in ipairs(batch) do

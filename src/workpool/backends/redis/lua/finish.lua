@@ -13,79 +13,58 @@
 
 local now = ARGV[1]
 
--- run: as read_run returns it. A later retry wakes its pair too (for the next wake-up).
-local function retry(run_id, run, retry_at)
-  drop_lease(run_id, run)
+-- run: as read_run returns it; fields: the run's own, to store. A later retry wakes its
+-- pair too (for the next wake-up).
+local function retry(run_id, run, retry_at, fields)
+  drop_lease(run_id, run, fields)
   if make_waiting(run_id, run, retry_at or now, now, run[8], run[9], run[13]) then
     wake(run[2], run[3])
   end
   count('retried', run[2], run[3], now)
 end
 
--- Whether a suspending run may resume at once: its timer is due, or a child it
--- waits on has ended (or does not exist).
-local function resumable(finish)
-  if finish.wake_at and tonumber(finish.wake_at) <= tonumber(now) then return true end
-  for _, child_id in ipairs(finish.waiting_on or {}) do
-    local status = redis.call('HGET', run_key(child_id), 'status')
-    if not status or TERMINAL[status] then
-      return true
-    end
-  end
-  return false
-end
-
--- Its next claim resumes the attempt. It stays in its workflow's cancelable set; with a
--- timer it waits in 'scheduled' at wake_at, where claim promotes it when due.
-local function suspend(finish, run)
-  local run_id, queue = finish.run_id, run[2]
-  drop_lease(run_id, run)
-  redis.call('HSET', run_key(run_id), 'resuming', '1')
-  redis.call('HINCRBYFLOAT', run_key(run_id), 'attempt_time', tonumber(now) - tonumber(run[14]))
-  if resumable(finish) then
-    if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
-      wake(queue, run[3])
-    end
-  elseif finish.wake_at then
-    set_status(run_id, queue, run[3], 'running', 'suspended', 'available_at', finish.wake_at)
-    redis.call('ZADD', queue_key(queue, 'scheduled'), finish.wake_at, run_id)
-  else
-    set_status(run_id, queue, run[3], 'running', 'suspended')
-  end
-end
-
 -- An applied finish but a suspend (even one a cancel request ends) is a timed attempt.
-local function timed(run)
+local function timed(run, ran)
   count('timed', run[2], run[3], now)
-  count('run_time', run[2], run[3], now, tonumber(now) - tonumber(run[14]))
+  count('run_time', run[2], run[3], now, ran)
+end
+
+-- The output or error a finish stores (as hash field/value pairs), by its status.
+local function outcome_fields(finish)
+  local status = finish.status
+  if status == 'succeeded' and finish.output then
+    return { 'output', finish.output }
+  elseif finish.error and status ~= 'canceled' and status ~= 'succeeded' then
+    return { 'error', finish.error }
+  end
+  return {}
 end
 
 local function apply(finish)
   local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at',
-    'isolate')
+    'isolate', 'run_time', 'attempt_time')
   if run[1] ~= 'running' or run[11] ~= finish.token then
     return 0
   end
   if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived
-  if finish.progress then redis.call('HSET', run_key(finish.run_id), 'progress', finish.progress) end
-  redis.call('HINCRBYFLOAT', run_key(finish.run_id), 'run_time', tonumber(now) - tonumber(run[14]))
-  local status, fields = finish.status, {}
-  if status == 'succeeded' and finish.output then
-    fields = { 'output', finish.output }
-  elseif finish.error and status ~= 'canceled' and status ~= 'succeeded' then
-    fields = { 'error', finish.error }
-  end
+  -- The run's own fields go with its next status write: no HINCRBYFLOAT of its run time.
+  local ran = tonumber(now) - tonumber(run[14])
+  local fields = { 'run_time', decimal((tonumber(run[16]) or 0) + ran) }
+  if finish.progress then fields[3], fields[4] = 'progress', finish.progress end
+  local status = finish.status
   if run[12] == '1' and status ~= 'succeeded' then
     status = 'canceled'  -- with the entry's error, if any, as the last failure
   end
   if status == 'suspend' then
-    suspend(finish, run)
+    fields[#fields + 1] = 'attempt_time'
+    fields[#fields + 1] = decimal((tonumber(run[17]) or 0) + ran)
+    suspend(finish, run, fields, now)
     return 1
   end
-  if finish.status ~= 'suspend' then timed(run) end
+  for _, value in ipairs(outcome_fields(finish)) do fields[#fields + 1] = value end
+  if finish.status ~= 'suspend' then timed(run, ran) end
   if status == 'retry' then
-    if fields[1] then redis.call('HSET', run_key(finish.run_id), unpack(fields)) end
-    retry(finish.run_id, run, finish.retry_at)
+    retry(finish.run_id, run, finish.retry_at, fields)
   else
     end_run(finish.run_id, run, status, now, fields)
   end

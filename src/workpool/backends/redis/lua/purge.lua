@@ -20,7 +20,7 @@ if limit > 0 then
     local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
       'idempotency_key')
     if run[1] then
-      redis.call('ZREM', list_key(run[1], pair_of(run[2], run[3])), run_id)
+      zrem_later(list_key(run[1], pair_of(run[2], run[3])), run_id)
       if run[4] then
         local key = idempotency_key(run[3], run[4])
         local value = redis.call('GET', key)
@@ -30,7 +30,7 @@ if limit > 0 then
       end
     end
     redis.call('DEL', run_key(run_id), steps_key(run_id), children_key(run_id))
-    redis.call('ZREM', finished_key(), run_id)
+    zrem_later(finished_key(), run_id)
     if run[1] then
       deleted = deleted + 1
     end

@@ -21,10 +21,7 @@ for i = 3, #ARGV, 2 do
     if run[12] == '1' then
       end_run(run_id, run, 'canceled', now, {})
     else
-      drop_lease(run_id, run)
-      if not began then
-        redis.call('HSET', run_key(run_id), 'resuming', '1')
-      end
+      drop_lease(run_id, run, began and {} or { 'resuming', '1' })
       if make_waiting(run_id, run, now, now, run[8], run[9], run[13]) then
         wake(run[2], run[3])
       end

@@ -14,7 +14,7 @@ for i = 2, #ARGV, 3 do
   local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
     'cancel_requested', 'queue')
   if run[1] == 'running' and run[2] == token then
-    redis.call('ZADD', queue_key(run[4], 'leases'), lease_expires_at, run_id)
+    zadd_later(queue_key(run[4], 'leases'), lease_expires_at, run_id)
     if progress ~= '' then redis.call('HSET', run_key(run_id), 'progress', progress) end
     if run[3] == '1' then
       cancel_requested[#cancel_requested + 1] = run_id

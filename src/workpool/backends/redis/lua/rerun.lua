@@ -37,6 +37,5 @@ local run = {
 if store_run(run, now) then
   wake(run.queue, run.workflow)
 end
-redis.call('SADD', workflows_key(), run.workflow)
 redis.call('HSET', run_key(run_id), 'retried_as', new_id)
 return { 'created', new_id }

@@ -31,7 +31,6 @@ local function start_child(kind, step_json)
   elseif child_id == nil then
     child_id = child.id
     redis.call('RPUSH', children_key(run_id), child_id)
-    redis.call('SADD', workflows_key(), child.workflow)
     if to_wake then
       wake(child.queue, child.workflow)
     end

@@ -7,12 +7,13 @@
 
 -- The served workflows with claimable runs in the queue: workflow -> head score.
 local function heads_of(claim, queue)
-  local heads, served = {}, claim.served
+  local heads, served, key = {}, claim.served, heads_key(queue)
+  flush_key(key)
   if served == nil then
-    local flat = redis.call('ZRANGE', heads_key(queue), 0, -1, 'WITHSCORES')
+    local flat = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
     for i = 1, #flat, 2 do heads[flat[i]] = tonumber(flat[i + 1]) end
   elseif #served > 0 then
-    local scores = redis.call('ZMSCORE', heads_key(queue), unpack(served))
+    local scores = redis.call('ZMSCORE', key, unpack(served))
     for i, workflow in ipairs(served) do
       if scores[i] then heads[workflow] = tonumber(scores[i]) end
     end
@@ -20,11 +21,14 @@ local function heads_of(claim, queue)
   return heads
 end
 
--- The lowest score of (queue, workflow) among runs not to isolate, or nil.
+-- The lowest score of (queue, workflow) among runs not to isolate, or nil; head: the
+-- lowest score of all its runs (nil: none).
 local function normal_head(queue, workflow, head)
-  if head >= ISOLATED_BELOW then return head end
-  local first = redis.call('ZRANGEBYSCORE', ready_key(queue, workflow), ISOLATED_BELOW,
-    '+inf', 'LIMIT', 0, 1, 'WITHSCORES')
+  if head == nil or head >= ISOLATED_BELOW then return head end
+  local key = ready_key(queue, workflow)
+  flush_key(key)
+  local first = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, '+inf', 'LIMIT', 0, 1,
+    'WITHSCORES')
   return first[2] and tonumber(first[2]) or nil
 end
 
@@ -52,22 +56,21 @@ local function take(claim, queue, heads, most, reply)
     end
     normal[workflow] = normal_head(queue, workflow, score)
   end
-  local taken, touched = 0, {}
+  local taken, firsts = 0, {}
   while taken < most do
     local workflow, _, second = lowest(normal)
     if workflow == nil then break end
-    local key = ready_key(queue, workflow)
-    local upper = second and string.format('%.17g', second) or '+inf'
-    local ids = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, upper, 'LIMIT', 0, most - taken)
+    local ids, emptied = pop_ready(queue, workflow, most - taken, second,
+      heads[workflow] >= ISOLATED_BELOW)
     for _, run_id in ipairs(ids) do
-      redis.call('ZREM', key, run_id)
       start(claim, run_id, queue, reply, false)
     end
     taken = taken + #ids
-    touched[workflow] = true
-    normal[workflow] = #ids > 0 and normal_head(queue, workflow, -math.huge) or nil
+    local first = emptied and {} or ready_first(queue, workflow)
+    firsts[workflow] = first
+    normal[workflow] = #ids > 0 and normal_head(queue, workflow, tonumber(first[2])) or nil
   end
-  for workflow in pairs(touched) do set_head(queue, workflow) end
+  for workflow, first in pairs(firsts) do store_head(queue, workflow, first) end
   return taken, normal
 end
 
@@ -76,8 +79,8 @@ local function take_isolated(claim, queue, heads, reply)
   local workflow, score = lowest(heads)
   if workflow == nil or score >= ISOLATED_BELOW then return false end
   local key = ready_key(queue, workflow)
-  local run_id = redis.call('ZRANGE', key, 0, 0)[1]
-  redis.call('ZREM', key, run_id)
+  flush_key(key)
+  local run_id = redis.call('ZPOPMIN', key)[1]
   start(claim, run_id, queue, reply, true)
   set_head(queue, workflow)
   return true

@@ -25,27 +25,30 @@ end
 -- note a running run left 'running', see queues.lua), join the finished set, count the
 -- outcome, fire hooks, tell its parent, cancel its awaited children if canceled. run:
 -- as read_run (waiting.lua) returns it, in the same script. fields: extra hash
--- field/value pairs to store. Returns how many children (and further down) it
--- canceled or cancel-requested.
+-- field/value pairs to store (a table of the caller's, which this extends). Returns how
+-- many children (and further down) it canceled or cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
   local parent_id, parent_step, has_steps = run[5], run[6], run[7]
-  set_status(run_id, queue, workflow, current, status, 'finished_at', now, unpack(fields))
-  redis.call('ZADD', finished_key(), now, run_id)
-  count(status, queue, workflow, now)
-  if current == 'running' or run[10] == '1' then
-    redis.call('HDEL', key, 'lease_token', 'admitted')
+  if current == 'running' then  -- the spent token is overwritten, not deleted: no HDEL
+    fields[#fields + 1], fields[#fields + 2] = 'lease_token', ''
+    leave_running(queue)
   end
-  if current == 'running' then leave_running(queue) end
+  set_status(run_id, queue, workflow, current, status, 'finished_at', now, unpack(fields))
+  zadd_later(finished_key(), now, run_id)
+  count(status, queue, workflow, now)
+  if run[10] == '1' then
+    redis.call('HDEL', key, 'admitted')
+  end
   if run[8] and current == 'queued' and run[10] ~= '1' then
     redis.call('ZREM', gate_waiting_key(run[8]), run_id)  -- it waited: it frees nothing
   elseif current == 'queued' then
     unready(run_id, queue, workflow)
   else
-    redis.call('ZREM', queue_key(queue, INDEX_OF_STATUS[current]), run_id)
+    zrem_later(queue_key(queue, INDEX_OF_STATUS[current]), run_id)
   end
-  redis.call('ZREM', workflow_cancelable_key(workflow), run_id)
+  zrem_later(workflow_cancelable_key(workflow), run_id)
   if run[10] == '1' then
     leave_gate(run[8], run[9])  -- its place goes to the oldest run waiting at its gate
   end
@@ -87,7 +90,7 @@ cancel_one = function(run_id, reason, now)
   redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
     -- A cancel-requested run is no longer selectable by cancel_many.
-    redis.call('ZREM', workflow_cancelable_key(run[3]), run_id)
+    zrem_later(workflow_cancelable_key(run[3]), run_id)
     return 'requested', 1
   end
   return 'canceled', 1 + end_run(run_id, run, 'canceled', now, {})

@@ -61,7 +61,7 @@ end
 -- Store the run of run_from_args unless its key or id is taken or it skips a busy
 -- gate. Returns nil and whether the caller must wake its queue (see store_run) when
 -- it was stored, false when it was skipped (its key is not remembered), else the id
--- of the run already there. The caller records its workflow name.
+-- of the run already there.
 local function enqueue_one(parsed, now)
   local run, expires_at, ttl_ms = parsed[1], parsed[2], parsed[3]
   local key = nil
@@ -75,11 +75,12 @@ local function enqueue_one(parsed, now)
   if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
     return false
   end
-  if redis.call('EXISTS', run_key(run.id)) == 1 then
+  if run_exists(run.id) then
     return run.id
   end
   if key then
     redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)
   end
+  absent_ids[run.id] = nil  -- stored now (existing.lua)
   return nil, store_run(run, now)
 end

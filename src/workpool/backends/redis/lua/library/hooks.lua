@@ -35,7 +35,6 @@ local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
       if hook.max_concurrency and hook.max_concurrency ~= cjson.null then
         run.gate, run.gate_limit = gate_id(hook.workflow, ''), hook.max_concurrency
       end
-      redis.call('SADD', workflows_key(), hook.workflow)
       if store_run(run, now) then
         wake(hook.queue, hook.workflow)
       end

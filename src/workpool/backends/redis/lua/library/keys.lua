@@ -1,21 +1,13 @@
--- Library: key names, prepended to every operation script (see scripts.py).
+-- Library: key names, for every operation script (see sources.py).
 -- KEYS[1] is the hash tag "{<prefix>}"; every key starts with it, so all of them
 -- live in one Redis Cluster slot. Mirrors keys.py, which documents the layout.
 local prefix = KEYS[1]
 
-local function run_key(run_id)
-  return prefix .. ':run:' .. run_id
-end
-
+local function run_key(run_id) return prefix .. ':run:' .. run_id end
 -- hash: step name -> step JSON text
-local function steps_key(run_id)
-  return prefix .. ':run:' .. run_id .. ':steps'
-end
-
+local function steps_key(run_id) return prefix .. ':run:' .. run_id .. ':steps' end
 -- list: ids of the runs started by the run's steps, oldest first
-local function children_key(run_id)
-  return prefix .. ':run:' .. run_id .. ':children'
-end
+local function children_key(run_id) return prefix .. ':run:' .. run_id .. ':children' end
 
 -- index: 'ready' | 'scheduled' | 'leases' | 'signal' | 'settings'
 local function queue_key(queue, index)
@@ -23,23 +15,18 @@ local function queue_key(queue, index)
 end
 
 -- hash: max_parallelism (absent: no limit), paused ('1' | '0'); none: no settings
-local function settings_key(queue)
-  return queue_key(queue, 'settings')
-end
+local function settings_key(queue) return queue_key(queue, 'settings') end
 
--- set: the name of every workflow that has had a run (cancel_many walks them)
-local function workflows_key()
-  return prefix .. ':workflows'
-end
+-- set: workflow names, written by versions before the pairs set named them all (only
+-- cancel_many still reads it: the runs of a store written by those versions)
+local function legacy_workflows_key() return prefix .. ':workflows' end
 
 local function workflow_cancelable_key(workflow)
   return prefix .. ':workflow:' .. workflow .. ':cancelable'
 end
 
 -- string "<expires_at> <holder>" (decimal seconds, caller's clock), with a TTL too
-local function lease_key(name)
-  return prefix .. ':lease:' .. name
-end
+local function lease_key(name) return prefix .. ':lease:' .. name end
 
 -- The workflow's length keeps (workflow, key) pairs apart when either holds a ':'.
 local function idempotency_key(workflow, key)
@@ -75,8 +62,20 @@ end
 
 -- A (queue, workflow) pair in key names and fields: "<len>:<queue>:<workflow>", <len>
 -- the queue name's length in bytes, so a ':' in either name cannot merge two pairs.
+local pair_names = {}  -- queue -> workflow -> its pair name: each made once per call
+
 local function pair_of(queue, workflow)
-  return #queue .. ':' .. queue .. ':' .. workflow
+  local of_queue = pair_names[queue]
+  if not of_queue then
+    of_queue = {}
+    pair_names[queue] = of_queue
+  end
+  local name = of_queue[workflow]
+  if not name then
+    name = #queue .. ':' .. queue .. ':' .. workflow
+    of_queue[workflow] = name
+  end
+  return name
 end
 
 -- Listing (listing.lua): list_key, a sorted set (every score 0) of the pair's runs in

@@ -5,7 +5,7 @@
 -- workflow)), a sorted set whose members all score 0, so ZREVRANGEBYLEX reads a page
 -- by id. pairs_key names every pair that has had a run: a new run's pair is added once
 -- per script call. Terminal runs are also in finished_key, scored by finished_at
--- (end_run adds them, purge takes them out).
+-- (end_run adds them, purge takes them out). Index writes are deferred (deferred.lua).
 
 local noted_pairs = {}  -- pairs added to pairs_key during this script call
 
@@ -19,10 +19,10 @@ local function set_status(run_id, queue, workflow, from, to, ...)
   end
   local pair = pair_of(queue, workflow)
   if from then
-    redis.call('ZREM', list_key(from, pair), run_id)
+    zrem_later(list_key(from, pair), run_id)
   elseif not noted_pairs[pair] then
     noted_pairs[pair] = true
     redis.call('SADD', pairs_key(), pair)
   end
-  redis.call('ZADD', list_key(to, pair), 0, run_id)
+  zadd_later(list_key(to, pair), 0, run_id)
 end

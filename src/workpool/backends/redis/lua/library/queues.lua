@@ -19,7 +19,9 @@ local function room_in(queue, max_parallelism, paused)
   elseif not max_parallelism then
     return math.huge
   end
-  return max_parallelism - redis.call('ZCARD', queue_key(queue, 'leases'))
+  local leases = queue_key(queue, 'leases')
+  flush_key(leases)
+  return max_parallelism - redis.call('ZCARD', leases)
 end
 
 local settings_read = {}  -- queue -> { max_parallelism, paused }, read once per call
@@ -33,6 +35,7 @@ end
 
 -- The earlier of best and the lowest score of a sorted set (decimal strings).
 local function earliest(key, best)
+  flush_key(key)
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   if first[2] and (not best or tonumber(first[2]) < tonumber(best)) then return first[2] end
   return best

@@ -61,6 +61,6 @@ local function delay_for_rate(run_id, run, rate, now)
   end
   set_status(run_id, run[2], run[3], run[1], 'scheduled', 'available_at', at,
     'rate_reserved', reserved)
-  redis.call('ZADD', queue_key(run[2], 'scheduled'), at, run_id)
+  zadd_later(queue_key(run[2], 'scheduled'), at, run_id)
   return true
 end

@@ -1,5 +1,4 @@
--- Library: claimable runs and the signals that wake idle workers, per (queue, workflow).
---
+-- Library: claimable runs, per (queue, workflow); their wake-ups are in waking.lua.
 -- A claimable run (queued: ungated, or admitted by its gate) is in the sorted set
 -- ready_key(queue, workflow), so a claim takes only runs of the workflows its worker
 -- defines and a run no worker defines waits there untouched. Its score is its rank,
@@ -12,37 +11,12 @@
 -- heads_key(queue) holds, per workflow with claimable runs in the queue, the lowest
 -- score of its ready set (kept exact by every add and removal), so a claim finds the
 -- first runs (by rank) across the workflows it serves with one ZMSCORE.
--- A worker blocks on the signal lists of the pairs it serves; a list holds at most one
--- token, pushed once per pair per script call.
 
 local ISOLATED_OFFSET = 3e12
 local ISOLATED_BELOW = -1.5e12  -- scores below it are runs to isolate
 
-local function ready_key(queue, workflow)
-  return prefix .. ':ready:' .. pair_of(queue, workflow)
-end
-
-local function heads_key(queue)
-  return queue_key(queue, 'heads')
-end
-
-local function signal_key(queue, workflow)
-  return prefix .. ':signal:' .. pair_of(queue, workflow)
-end
-
-local woken_signals = {}  -- signal lists given a token during this script call
-
--- Wake a worker serving (queue, workflow).
-local function wake(queue, workflow)
-  local signal = signal_key(queue, workflow)
-  if woken_signals[signal] then
-    return
-  end
-  woken_signals[signal] = true
-  if redis.call('LLEN', signal) == 0 then
-    redis.call('RPUSH', signal, '1')
-  end
-end
+local function ready_key(queue, workflow) return prefix .. ':ready:' .. pair_of(queue, workflow) end
+local function heads_key(queue) return queue_key(queue, 'heads') end
 
 -- A run's rank (a decimal string): available_at less its rank_offset, if it has one.
 local function rank_of(available_at, offset)
@@ -52,24 +26,58 @@ end
 
 -- The available_at (a number) of the first run of (queue, workflow)'s ready set, or nil.
 local function head_available_at(queue, workflow)
-  local first = redis.call('ZRANGE', ready_key(queue, workflow), 0, 0)[1]
+  local key = ready_key(queue, workflow)
+  flush_key(key)
+  local first = redis.call('ZRANGE', key, 0, 0)[1]
   return first and tonumber(redis.call('HGET', run_key(first), 'available_at'))
+end
+
+-- The first member of (queue, workflow)'s ready set with its score ({} when empty).
+local function ready_first(queue, workflow)
+  local key = ready_key(queue, workflow)
+  flush_key(key)
+  return redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+end
+
+-- Store the head of (queue, workflow) given its ready set's first member and score
+-- (ready_first's reply, read after the set's last change).
+local function store_head(queue, workflow, first)
+  local key = heads_key(queue)
+  flush_key(key)
+  if first[2] then
+    redis.call('ZADD', key, first[2], workflow)
+  else
+    redis.call('ZREM', key, workflow)
+  end
 end
 
 -- Store the exact head of (queue, workflow): its ready set's lowest score, or none.
 local function set_head(queue, workflow)
-  local first = redis.call('ZRANGE', ready_key(queue, workflow), 0, 0, 'WITHSCORES')
-  if first[2] then
-    redis.call('ZADD', heads_key(queue), first[2], workflow)
-  else
-    redis.call('ZREM', heads_key(queue), workflow)
-  end
+  store_head(queue, workflow, ready_first(queue, workflow))
 end
 
 -- Add a run to its pair's ready set with this score (a decimal string).
 local function add_ready(run_id, queue, workflow, score)
-  redis.call('ZADD', ready_key(queue, workflow), score, run_id)
-  redis.call('ZADD', heads_key(queue), 'LT', score, workflow)
+  zadd_later(ready_key(queue, workflow), score, run_id)
+  zadd_lt_later(heads_key(queue), score, workflow)
+end
+
+-- Take out of (queue, workflow)'s ready set up to most runs not to isolate, of score at
+-- most upper (a number; nil: no bound); only_normal: it holds no run to isolate (then,
+-- unbounded, one ZPOPMIN). Returns their ids, smallest score first, and whether it is
+-- known to be empty now.
+local function pop_ready(queue, workflow, most, upper, only_normal)
+  local key, ids = ready_key(queue, workflow), {}
+  flush_key(key)
+  if only_normal and upper == nil then
+    local popped = redis.call('ZPOPMIN', key, most)
+    for i = 1, #popped, 2 do ids[#ids + 1] = popped[i] end
+    return ids, #ids < most
+  end
+  local bound = upper and string.format('%.17g', upper) or '+inf'
+  ids = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, bound, 'LIMIT', 0, most)
+  if #ids > 0 then redis.call('ZREM', key, unpack(ids)) end
+  return ids
 end
 
 -- Make an existing run claimable at available_at, by rank (isolated if its field says so).
@@ -84,17 +92,9 @@ end
 
 -- Take a run out of its pair's ready set (if it is there).
 local function unready(run_id, queue, workflow)
-  if redis.call('ZREM', ready_key(queue, workflow), run_id) == 1 then
+  local key = ready_key(queue, workflow)
+  flush_key(key)
+  if redis.call('ZREM', key, run_id) == 1 then
     set_head(queue, workflow)
   end
-end
-
--- Wake the workers of up to most workflows with claimable runs in the queue, oldest
--- first; returns whether it has any.
-local function wake_queue(queue, most)
-  local first = redis.call('ZRANGE', heads_key(queue), 0, most - 1)
-  for _, workflow in ipairs(first) do
-    wake(queue, workflow)
-  end
-  return #first > 0
 end

@@ -14,6 +14,7 @@ end
 -- in to_wake (workflow -> true) for the caller. Returns the budget left.
 local function reap(queue, budget, now, max_lease_losses, to_wake)
   local leases = queue_key(queue, 'leases')
+  flush_key(leases)
   local expired = redis.call('ZRANGEBYSCORE', leases, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(expired) do
     local losses = redis.call('HINCRBY', run_key(run_id), 'lease_losses', 1)
@@ -26,8 +27,7 @@ local function reap(queue, budget, now, max_lease_losses, to_wake)
     else
       -- Its worker died or stalled, maybe because of another run it held: it runs alone
       -- next (claim.lua), so a death that follows is its own.
-      drop_lease(run_id, run)
-      redis.call('HSET', run_key(run_id), 'isolate', '1')
+      drop_lease(run_id, run, { 'isolate', '1' })
       if make_waiting(run_id, run, now, now, run[8], run[9], run[12]) then
         to_wake[run[3]] = true
       end

@@ -20,7 +20,7 @@ local function start(claim, run_id, queue, reply, isolated)
   local token = claim.worker_id .. ':' .. claims .. ':' .. run_id
   set_status(run_id, queue, run[2], 'queued', 'running', 'attempts', attempt, 'claims',
     claims, 'started_at', claim.now, 'lease_token', token)
-  redis.call('ZADD', queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
+  zadd_later(queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
   reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5] or false,
     run[6], run[7], run[9] == '1' and 1 or 0, claims, isolated and 1 or 0, run[11] or false,
     run[10] and run[12] or '0' }

@@ -22,7 +22,7 @@ local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
   local from, queue, workflow = run[1], run[2], run[3]
   if tonumber(available_at) > tonumber(now) then
     set_status(run_id, queue, workflow, from, 'scheduled', 'available_at', available_at)
-    redis.call('ZADD', queue_key(queue, 'scheduled'), available_at, run_id)
+    zadd_later(queue_key(queue, 'scheduled'), available_at, run_id)
   elseif rate and delay_for_rate(run_id, run, rate, now) then
     return true  -- scheduled at its reserved start: idle workers learn when it is due
   elseif gate then
@@ -40,14 +40,15 @@ local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
   return true
 end
 
--- Drop the lease of a running run (its hash field and its leases entry), free its
--- place at its gate, if gated, and note that it left 'running'. run: as read_run
--- returns it.
-local function drop_lease(run_id, run)
+-- Drop the lease of a running run: store its lease_token cleared, with the other hash
+-- field/value pairs of fields (one HSET), take it out of its leases set, free its place
+-- at its gate, if gated, and note that it left 'running'. run: as read_run returns it.
+local function drop_lease(run_id, run, fields)
+  redis.call('HSET', run_key(run_id), 'lease_token', '', unpack(fields))
   leave_running(run[2])
-  redis.call('ZREM', queue_key(run[2], 'leases'), run_id)
-  redis.call('HDEL', run_key(run_id), 'lease_token', 'admitted')
+  zrem_later(queue_key(run[2], 'leases'), run_id)
   if run[10] == '1' then
+    redis.call('HDEL', run_key(run_id), 'admitted')
     leave_gate(run[8], run[9])
   end
 end
@@ -61,8 +62,7 @@ local OPTIONAL_RUN_FIELDS = {
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
 -- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua),
 -- retry_of, priority and rank_offset (ready.lua).
--- Does not record the workflow name: batch callers do it once per batch. Returns true
--- when the caller must wake its pair (see make_waiting).
+-- Returns true when the caller must wake its pair (see make_waiting).
 local function store_run(run, now)
   local status, count, at_once = 'queued', nil, false
   if run.rate and tonumber(run.available_at) <= tonumber(now) then
@@ -86,14 +86,14 @@ local function store_run(run, now)
   end
   if at_once then fields[#fields + 1], fields[#fields + 2] = 'admitted', '1' end
   set_status(run.id, run.queue, run.workflow, nil, status, unpack(fields))
-  redis.call('ZADD', workflow_cancelable_key(run.workflow), now, run.id)
+  zadd_later(workflow_cancelable_key(run.workflow), now, run.id)
   if count then
     return join_gate(run.id, run.gate, run.gate_limit, run.queue, run.workflow,
       run.available_at, count, at_once, run.rank_offset or false)
   elseif status == 'queued' then
     add_ready(run.id, run.queue, run.workflow, rank_of(run.available_at, run.rank_offset))
   else
-    redis.call('ZADD', queue_key(run.queue, 'scheduled'), run.available_at, run.id)
+    zadd_later(queue_key(run.queue, 'scheduled'), run.available_at, run.id)
   end
   return true
 end
