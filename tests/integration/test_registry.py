@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -80,7 +81,8 @@ async def test_a_run_by_name_takes_the_queue_and_retry_policy_its_workers_regist
 
     shop = Workpool(backend_url, app="shop")  # defines no workflow: enqueues by name
     try:
-        async with billing.worker(queues=["payments"], shutdown_grace=timedelta(seconds=2)):
+        async with billing.worker(queues=["payments"], shutdown_grace=timedelta(seconds=2)) as w:
+            await asyncio.wait_for(w.started.wait(), 10)  # its definitions are registered
             registered = await shop.run_by_name("charge", 5)
             assert await registered.result(timeout=10) == 5  # a worker of "payments" ran it
         elsewhere = await shop.run_by_name("charge", 6, queue="other", retry=False)
