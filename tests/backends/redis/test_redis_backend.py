@@ -233,6 +233,29 @@ async def test_claim_returns_more_runs_than_a_lua_unpack_could(
     assert claimed.next_wake_at == NOW + 30
 
 
+async def test_claim_takes_more_runs_of_one_workflow_than_a_lua_unpack_could_before_another(
+    redis_backend: RedisBackend,
+) -> None:
+    """With two workflows' runs claimable, a claim ranges over one up to the other's
+    head and removes what it took in bounded commands."""
+    count = 9000
+    await redis_backend.enqueue([a_run(f"early{i}") for i in range(count)], NOW)
+    await redis_backend.enqueue([replace(a_run("late", NOW + 1), workflow="other")], NOW + 1)
+    claimed = await redis_backend.claim(["q"], "w", count + 1, 30, 3, NOW + 1)
+    assert len(claimed.runs) == count + 1
+    assert claimed.runs[-1].lease.run_id == "late"
+
+
+async def test_one_call_counts_more_pairs_than_a_lua_unpack_could(
+    redis_backend: RedisBackend,
+) -> None:
+    count = 8200  # runs of one workflow in as many queues: a counter field each
+    await redis_backend.enqueue([replace(a_run(f"r{i}"), queue=f"q{i}") for i in range(count)], NOW)
+    assert await redis_backend.cancel_many(None, "wf", None, count, NOW) == count
+    counters = (await redis_backend.get_stats(NOW, NOW)).counters
+    assert (len(counters), sum(pair.canceled for pair in counters)) == (count, count)
+
+
 async def test_a_command_over_its_time_limit_says_so_and_the_link_recovers(
     redis_backend: RedisBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,17 +42,20 @@ end
 -- minute new there gets the hash's TTL.
 local function flush_counts()
   for key, fields in pairs(pending_counts) do
-    local names = {}
+    local names, any_stored = {}, false
     for field in pairs(fields) do names[#names + 1] = field end
-    local stored, sums, any_stored = redis.call('HMGET', key, unpack(names)), {}, false
-    for i, field in ipairs(names) do
-      any_stored = any_stored or stored[i] ~= false
-      local sum = (tonumber(stored[i]) or 0) + fields[field]
-      sums[#sums + 1] = field
-      sums[#sums + 1] = string.sub(field, 1, 9) == 'run_time:' and string.format('%.17g', sum)
-        or string.format('%d', sum)
+    for first = 1, #names, 1000 do  -- bounded argument lists
+      local chunk = { unpack(names, first, math.min(first + 999, #names)) }
+      local stored, sums = redis.call('HMGET', key, unpack(chunk)), {}
+      for i, field in ipairs(chunk) do
+        any_stored = any_stored or stored[i] ~= false
+        local sum = (tonumber(stored[i]) or 0) + fields[field]
+        sums[#sums + 1] = field
+        sums[#sums + 1] = string.sub(field, 1, 9) == 'run_time:' and string.format('%.17g', sum)
+          or string.format('%d', sum)
+      end
+      redis.call('HSET', key, unpack(sums))
     end
-    redis.call('HSET', key, unpack(sums))
     local minute = pending_minutes[key]
     if not any_stored and redis.call('ZADD', stats_minutes_key(), minute, minute) == 1 then
       redis.call('EXPIRE', key, STATS_TTL)

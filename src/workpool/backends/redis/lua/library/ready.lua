@@ -12,8 +12,7 @@
 -- score of its ready set (kept exact by every add and removal), so a claim finds the
 -- first runs (by rank) across the workflows it serves with one ZMSCORE.
 
-local ISOLATED_OFFSET = 3e12
-local ISOLATED_BELOW = -1.5e12  -- scores below it are runs to isolate
+local ISOLATED_OFFSET, ISOLATED_BELOW = 3e12, -1.5e12  -- scores below: runs to isolate
 
 local function ready_key(queue, workflow) return prefix .. ':ready:' .. pair_of(queue, workflow) end
 local function heads_key(queue) return queue_key(queue, 'heads') end
@@ -76,7 +75,8 @@ local function pop_ready(queue, workflow, most, upper, only_normal)
   end
   local bound = upper and string.format('%.17g', upper) or '+inf'
   ids = redis.call('ZRANGEBYSCORE', key, ISOLATED_BELOW, bound, 'LIMIT', 0, most)
-  if #ids > 0 then redis.call('ZREM', key, unpack(ids)) end
+  for _, run_id in ipairs(ids) do zrem_later(key, run_id) end
+  flush_key(key)  -- bounded commands: a range can hold more ids than unpack takes
   return ids
 end
 
