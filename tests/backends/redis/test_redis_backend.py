@@ -347,3 +347,51 @@ async def test_a_resumed_run_claimed_again_by_the_same_worker_gets_a_new_token(
     assert second.lease.token != first.lease.token
     stale = Finish(lease=first.lease, status="succeeded", output="1")
     assert await redis_backend.finish([stale], NOW) == [False]
+
+
+async def link_client_id(backend: RedisBackend) -> int:
+    """The server's id of the connection the backend's commands go over."""
+    return cast(int, await backend._link.call("CLIENT", "ID"))
+
+
+async def test_concurrent_commands_are_all_sent_before_the_first_reply(
+    redis_backend: RedisBackend, backend_url: str
+) -> None:
+    link_id = await link_client_id(redis_backend)
+    admin = Redis.from_url(backend_url)
+    calls: list[asyncio.Future[Any]] = []
+    try:
+        await admin.execute_command("CLIENT", "PAUSE", "3000", "WRITE")
+        calls = [asyncio.ensure_future(redis_backend._link.call("INCR", "n")) for _ in range(50)]
+        # Writes paused, the server holds what the link sent unread: all 50 commands.
+        deadline = asyncio.get_running_loop().time() + 2
+        while await unread_bytes(admin, link_id) < 49 * len(INCR):
+            assert asyncio.get_running_loop().time() < deadline, "commands waited for replies"
+            await asyncio.sleep(0.01)
+    finally:
+        await admin.execute_command("CLIENT", "UNPAUSE")
+        await admin.aclose()
+    assert sorted(await asyncio.gather(*calls)) == list(range(1, 51))
+
+
+INCR = b"*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
+"""One of the test's commands as the link sends it."""
+
+
+async def unread_bytes(admin: Redis, client_id: int) -> int:
+    """The bytes a client sent that the server has not processed yet."""
+    listed = await admin.execute_command("CLIENT", "LIST", "ID", str(client_id))
+    fields = dict(field.split(b"=", 1) for field in listed.split() if b"=" in field)
+    return int(fields[b"qbuf"])
+
+
+async def test_a_caller_that_gives_up_leaves_the_link_and_the_next_reply_in_place(
+    redis_backend: RedisBackend,
+) -> None:
+    link_id = await link_client_id(redis_backend)
+    slow = asyncio.ensure_future(redis_backend._link.call("BLPOP", "nothing-comes", "0.2"))
+    after = asyncio.ensure_future(redis_backend._link.call("ECHO", "mine"))
+    await asyncio.sleep(0.05)
+    slow.cancel()
+    assert await after == "mine"  # the cancelled call's reply went to nobody
+    assert await link_client_id(redis_backend) == link_id  # the same connection

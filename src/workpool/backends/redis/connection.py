@@ -1,20 +1,26 @@
-"""CommandLink: one redis-py connection used directly for the backend's commands.
+"""CommandLink: one connection for the backend's commands, which callers share without
+waiting for each other's replies (pipelining).
 
-redis-py's client object and connection pool cost roughly twice the CPU of the
-command itself per call (pool checkout, a task per socket timeout, instrumentation):
-about 130 us against 65 us on the benchmark machine (docs/benchmarks.md). Every
-backend operation is one command, so the backend keeps one connection of its own,
-sends one command at a time on it, and bounds each with ``asyncio.timeout``, which
-needs no extra task. redis-py still does what it is good at: URL options, AUTH,
-SELECT, TLS and the reply parser (hiredis, which also packs the commands).
+redis-py's client object and connection pool cost roughly twice the CPU of the command
+itself per call (pool checkout, a task per socket timeout, instrumentation): about 130
+us against 65 us on the benchmark machine (docs/benchmarks.md). Every backend operation
+is one command, so the backend keeps one connection of its own. redis-py opens it (URL
+options, AUTH, SELECT, TLS); then the link reads the replies itself: a small protocol
+feeds the bytes to hiredis and hands each reply to the caller whose command came first
+(Redis answers in order). So a call is one write and one future, concurrent callers
+(a worker's claimer, finisher, renewer and steps; an async server's readers) each send
+at once instead of queueing behind a lock for the previous reply, and a caller that
+gives up (cancelled) leaves the connection usable: its reply is read and dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 from typing import Any
 
 import hiredis
+from redis._parsers.base import BaseParser
 from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import (
@@ -51,63 +57,126 @@ UNAVAILABLE_CODES = ("BUSY ", "NOREPLICAS ")
 
 
 class CommandLink:
-    """Sends commands one at a time on one connection; reconnects after a failure.
+    """Sends commands on one connection, many in flight; reconnects after a failure.
 
-    Concurrent callers queue on a lock. A command that fails on the network, times out
-    or is cancelled mid-flight drops the connection (its reply could still arrive and
-    be read by the next caller); the next call opens a fresh one.
+    A command whose reply does not come within ``COMMAND_TIMEOUT`` drops the connection
+    (and fails the others in flight on it); the next call opens a fresh one.
     """
 
     def __init__(self, factory: ConnectionPool) -> None:
         self._factory = factory
-        self._connection: AbstractConnection | None = None
-        self._lock = asyncio.Lock()
+        self._replies: _Replies | None = None
+        self._opening = asyncio.Lock()
 
     async def call(self, *args: str | int | float) -> Any:
         """Send one command and return its parsed reply.
 
         Redis error replies are raised as redis-py's ``ResponseError`` subclasses;
-        network failures and timeouts as ``BackendUnavailableError``.
+        network failures, timeouts and a server that cannot serve now as
+        ``BackendUnavailableError``.
         """
-        async with self._lock:
-            connection = self._connection
-            try:
-                async with asyncio.timeout(COMMAND_TIMEOUT):
-                    if connection is None:
-                        # redis-py leaves make_connection unannotated.
-                        connection = self._factory.make_connection()  # type: ignore[no-untyped-call]
-                        await connection.connect()
-                        self._connection = connection
-                    # hiredis packs in C; redis-py's packer costs ~1 us per argument.
-                    await connection.send_packed_command(
-                        # hiredis's stub types the tuple as one element long.
-                        hiredis.pack_command(args),  # type: ignore[arg-type]
-                        check_health=False,
-                    )
-                    return await connection.read_response()
-            except BaseException as error:
-                if connection is not None and _ends_connection(error):
-                    self._connection = None
-                    await connection.disconnect(nowait=True)
-                # First: the builtin TimeoutError (from asyncio.timeout) is an OSError.
-                if isinstance(error, TimeoutError):
-                    raise BackendUnavailableError(
-                        f"Redis did not answer {args[0]} within {COMMAND_TIMEOUT:.0f} s"
-                    ) from error
-                if isinstance(error, NETWORK_ERRORS):
-                    raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-                if _unavailable(error):
-                    raise BackendUnavailableError(
-                        f"Redis cannot serve {args[0]} now: {error}"
-                    ) from error
-                raise
+        replies = self._replies
+        if replies is None or replies.lost is not None or replies.closing:
+            replies = await self._open()
+        # hiredis packs in C; redis-py's packer costs ~1 us per argument.
+        reply = replies.send(hiredis.pack_command(args))  # type: ignore[arg-type]
+        try:
+            async with asyncio.timeout(COMMAND_TIMEOUT):
+                result = await reply
+        except TimeoutError:
+            replies.drop()
+            raise BackendUnavailableError(
+                f"Redis did not answer {args[0]} within {COMMAND_TIMEOUT:.0f} s"
+            ) from None
+        except (RedisConnectionError, OSError) as error:
+            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+        if isinstance(result, Exception):  # an error reply (hiredis makes it, not raises)
+            if _unavailable(result):
+                raise BackendUnavailableError(f"Redis cannot serve {args[0]} now: {result}")
+            raise result
+        return result
 
     async def close(self) -> None:
         """Close the connection (a later call would open a new one)."""
-        async with self._lock:
-            connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.disconnect()
+        replies, self._replies = self._replies, None
+        if replies is not None:
+            await replies.close()
+
+    async def _open(self) -> _Replies:
+        async with self._opening:
+            stale = self._replies
+            if stale is not None and stale.lost is None and not stale.closing:
+                return stale  # another caller opened it meanwhile
+            self._replies = None
+            if stale is not None:
+                await stale.close()
+            # redis-py leaves make_connection and connect unannotated.
+            connection = self._factory.make_connection()  # type: ignore[no-untyped-call]
+            try:
+                await connection.connect()
+            except (RedisConnectionError, RedisTimeoutError, OSError) as error:
+                await connection.disconnect(nowait=True)
+                raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
+            self._replies = _Replies(connection)
+            return self._replies
+
+
+class _Replies(asyncio.Protocol):
+    """The reading end of the link's connection: replies, in order, to their callers.
+
+    It takes the place of the stream redis-py opened the connection with (the
+    transport's protocol), once the handshake is done. redis-py's connection object
+    still owns the socket: closing goes through it.
+    """
+
+    def __init__(self, connection: AbstractConnection) -> None:
+        self._connection = connection
+        writer = connection._writer  # redis-py keeps the stream private; no API gives it
+        assert writer is not None
+        self._transport = writer.transport
+        self._parser = hiredis.Reader(replyError=BaseParser.parse_error, encoding="utf-8")
+        self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.lost: BaseException | None = None
+        """Why the connection ended, once it has."""
+        self._transport.set_protocol(self)
+
+    @property
+    def closing(self) -> bool:
+        """The connection is closing or closed (the server went away, or ``drop``)."""
+        return self._transport.is_closing()
+
+    def send(self, packed: bytes) -> asyncio.Future[Any]:
+        """Write one packed command; the future of its reply."""
+        reply = asyncio.get_running_loop().create_future()
+        self._waiting.append(reply)
+        self._transport.write(packed)
+        return reply
+
+    def drop(self) -> None:
+        """End the connection now (a reply is overdue): every call in flight fails, and
+        the next call opens a new one."""
+        self.lost = self.lost or RedisTimeoutError("a reply was overdue")
+        self._transport.abort()
+
+    async def close(self) -> None:
+        await self._connection.disconnect(nowait=True)
+
+    def data_received(self, data: bytes) -> None:
+        self._parser.feed(data)
+        while (reply := self._parser.gets()) is not False:
+            waiting = self._waiting.popleft()
+            if not waiting.done():  # else its caller gave up: drop the reply
+                waiting.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = exc or RedisConnectionError("the connection to Redis was closed")
+        while self._waiting:
+            waiting = self._waiting.popleft()
+            if not waiting.done():
+                waiting.set_exception(RedisConnectionError(f"connection lost: {self.lost}"))
+
+    def eof_received(self) -> bool:
+        return False  # the server closed its end: close ours (connection_lost follows)
 
 
 def _unavailable(error: BaseException) -> bool:
@@ -116,8 +185,3 @@ def _unavailable(error: BaseException) -> bool:
     if isinstance(error, UNAVAILABLE_REPLIES):
         return True
     return isinstance(error, ResponseError) and str(error).startswith(UNAVAILABLE_CODES)
-
-
-def _ends_connection(error: BaseException) -> bool:
-    """Whether the connection is unusable after ``error`` (anything but a reply error)."""
-    return not isinstance(error, ResponseError)
