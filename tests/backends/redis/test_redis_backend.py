@@ -361,7 +361,7 @@ async def test_concurrent_commands_are_all_sent_before_the_first_reply(
     admin = Redis.from_url(backend_url)
     calls: list[asyncio.Future[Any]] = []
     try:
-        await admin.execute_command("CLIENT", "PAUSE", "3000", "WRITE")
+        await admin.client_pause(3000, all=False)  # writes only: CLIENT LIST still answers
         calls = [asyncio.ensure_future(redis_backend._link.call("INCR", "n")) for _ in range(50)]
         # Writes paused, the server holds what the link sent unread: all 50 commands.
         deadline = asyncio.get_running_loop().time() + 2
@@ -369,7 +369,7 @@ async def test_concurrent_commands_are_all_sent_before_the_first_reply(
             assert asyncio.get_running_loop().time() < deadline, "commands waited for replies"
             await asyncio.sleep(0.01)
     finally:
-        await admin.execute_command("CLIENT", "UNPAUSE")
+        await admin.client_unpause()
         await admin.aclose()
     assert sorted(await asyncio.gather(*calls)) == list(range(1, 51))
 
@@ -380,9 +380,8 @@ INCR = b"*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n"
 
 async def unread_bytes(admin: Redis, client_id: int) -> int:
     """The bytes a client sent that the server has not processed yet."""
-    listed = await admin.execute_command("CLIENT", "LIST", "ID", str(client_id))
-    fields = dict(field.split(b"=", 1) for field in listed.split() if b"=" in field)
-    return int(fields[b"qbuf"])
+    [listed] = await admin.client_list(client_id=[client_id])
+    return int(listed["qbuf"])
 
 
 async def test_a_caller_that_gives_up_leaves_the_link_and_the_next_reply_in_place(
