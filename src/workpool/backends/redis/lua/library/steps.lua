@@ -35,9 +35,6 @@ local function notify_parent(run_id, parent_id, step_name, status, stored, now)
   local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'workflow',
     'gate', 'gate_limit', 'rate')
   if parent[1] == 'suspended' then
-    zrem_later(queue_key(parent[2], 'scheduled'), parent_id)  -- its timer, if any
-    if make_waiting(parent_id, parent, now, now, parent[4], parent[5], parent[6]) then
-      wake(parent[2], parent[3])
-    end
+    resume_suspended(parent_id, parent, now)
   end
 end
