@@ -509,9 +509,10 @@ class Backend(Protocol):
 
         With each run go its steps, its children list, its events not taken and its
         published values, its idempotency key if that still points to it, and its
-        entries in every index, so no index names a run that is gone. Runs it started and the run that started it are not touched
-        (their own retention deletes them). Also deletes the counters of minutes
-        before ``counters_before``. Callers repeat while it returns ``limit``.
+        entries in every index, so no index names a run that is gone. Runs it started
+        and the run that started it are not touched (their own retention deletes them).
+        Also deletes the counters of minutes before ``counters_before``. Callers repeat
+        while it returns ``limit``.
         """
         ...
 

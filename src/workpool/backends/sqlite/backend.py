@@ -138,9 +138,7 @@ class SQLiteBackend:
         self, lease: Lease, step: StepRecord, key: str, now: float
     ) -> StepRecord | None:
         """See ``Backend.take_event``."""
-        return await self._transact(
-            lambda operations: operations.take_event(lease, step, key, now)
-        )
+        return await self._transact(lambda operations: operations.take_event(lease, step, key, now))
 
     async def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
         """See ``Backend.send_event``."""

@@ -9,10 +9,11 @@ from dataclasses import replace
 from workpool.backends.base import TERMINAL_STATES, EventSent, Lease, StepRecord
 from workpool.backends.checks import check_now, check_step
 from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.ending import Ending
 from workpool.backends.sqlite.operations.steps import Steps
 
 
-class Events(Steps):
+class Events(Steps, Ending):
     """Storing events, handing them to steps, publishing values."""
 
     def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
@@ -29,9 +30,7 @@ class Events(Steps):
             self._wake_suspended(run_id, now)
         return "sent"
 
-    def take_event(
-        self, lease: Lease, step: StepRecord, key: str, now: float
-    ) -> StepRecord | None:
+    def take_event(self, lease: Lease, step: StepRecord, key: str, now: float) -> StepRecord | None:
         """Store a held run's event step, with the oldest event of ``key`` if one waits."""
         check_step(lease.run_id, step, now, None)
         if self._held(lease) is None:
