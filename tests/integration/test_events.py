@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import math
+import signal
 import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from tests.integration import process_app
 from tests.integration.conftest import fast_worker
+from tests.integration.processes import Workers
 from tests.polling import wait_until
 from workpool import (
     ConfigurationError,
@@ -267,3 +270,28 @@ async def test_an_approval_workflow_answered_from_sync_code(pool: Workpool) -> N
         await asyncio.to_thread(handle.send_event_sync, "decision", "approve")
         assert await handle.result(timeout=10) == "paid"
     assert await handle.get_event("status") == "decided: approve"
+
+
+@pytest.mark.slow
+async def test_a_wait_survives_the_death_of_its_worker_and_loses_no_event(
+    workers: Workers, backend_url: str
+) -> None:
+    pool = Workpool(backend_url)
+    first = workers.start()
+    handles = await pool.enqueue_many(
+        [process_app.awaiting.prepare("approval"), process_app.awaiting.prepare("approval")]
+    )
+    await pool.send_event(handles[1].id, "approval", "sent before the crash")
+    await wait_until(lambda: suspended(pool, handles[0].id))
+    first.send_signal(signal.SIGKILL)  # the run waits in the backend, not in the worker
+    first.wait()
+    await pool.send_event(handles[0].id, "approval", {"ok": True})  # no worker is alive
+    assert (await pool.get_run(handles[0].id)).status == "queued"
+    workers.start()
+    assert await handles[0].result(timeout=30) == {"ok": True}
+    assert await handles[1].result(timeout=30) == "sent before the crash"
+    before = [row[0] for row in workers.lines("before")]
+    assert sorted(before) == sorted(handle.id for handle in handles)  # each once
+    [after] = [row for row in workers.lines("after") if row[0] == handles[0].id]
+    assert after[1] != str(first.pid)
+    await pool.aclose()
