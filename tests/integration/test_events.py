@@ -23,9 +23,9 @@ from workpool import (
     RetryPolicy,
     RunContext,
     RunFailedError,
+    Running,
     RunNotFoundError,
     RunStateError,
-    Running,
     Workpool,
 )
 
@@ -119,7 +119,8 @@ async def test_a_wait_that_times_out_returns_none_and_the_deadline_survives_repl
         run = await pool.get_run(handle.id)
     answer = {step.name: step for step in await pool.get_steps(handle.id)}["answer"]
     assert (answer.status, answer.output) == ("succeeded", None)
-    assert answer.wake_at is not None and answer.finished_at is not None
+    assert answer.wake_at is not None
+    assert answer.finished_at is not None
     assert answer.finished_at >= answer.wake_at
     assert (answer.wake_at - answer.started_at).total_seconds() == pytest.approx(1.5)
     assert run.executions >= 3  # first, after the nap, after the timeout
