@@ -34,8 +34,5 @@ if payload then
   step.status, step.output, step.finished_at = 'succeeded', payload, now
   step_json = cjson.encode(step)
 end
-redis.call('HSET', steps_key(run_id), name, step_json)
-if run[3] ~= '1' then
-  redis.call('HSET', run_key(run_id), 'has_steps', '1')
-end
+store_step(run_id, name, step_json, run[3])
 return step_json
