@@ -105,7 +105,7 @@ class Steps:
                 return from_json(saved.output)
             attempts = saved.attempts + 1 if saved is not None else 1
             started = self._now()
-            check_lease(self._env, f"run step {name!r}")
+            check_lease(self._env, name)
             try:
                 value = await self._call(name, fn, args, kwargs, seconds)
                 output = self._result_json(name, value)
