@@ -9,6 +9,7 @@ and the worker factory on top.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import json
@@ -19,6 +20,7 @@ from typing import Any, get_args
 
 from workpool.backends import open_backend
 from workpool.backends.base import (
+    TERMINAL_STATES,
     Backend,
     CancelResult,
     Enqueued,
@@ -31,20 +33,29 @@ from workpool.builder import build_new_run, new_run_id, prepare_run
 from workpool.coalescing import LoopBatchers
 from workpool.decoding import registered_workflow, require_run, run_from_record, step_from_record
 from workpool.definitions import PreparedRun
-from workpool.errors import RunNotFoundError, RunStateError, UnknownWorkflowError
+from workpool.errors import (
+    ConfigurationError,
+    RunNotFoundError,
+    RunStateError,
+    UnknownWorkflowError,
+)
 from workpool.handles import RunHandle
 from workpool.loops import LoopBackends
 from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
 from workpool.options import RetryPolicy
 from workpool.registry import Registry, check_parallelism
+from workpool.serialization import check_size, from_json, to_json
 from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal, sync_twin
-from workpool.validation import as_timedelta, check_name
+from workpool.validation import as_timedelta, check_name, duration_seconds
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
 CANCEL_BATCH = 500
+EVENT_POLL_FIRST = 0.005
+EVENT_POLL_LONGEST = 0.25
+"""Seconds between the reads of ``get_event`` while it waits: doubling from the first."""
 MAX_PAGE = 1000
 """The most runs one ``list_runs`` page may hold."""
 RUN_STATES: frozenset[str] = frozenset(get_args(RunState))
@@ -269,6 +280,68 @@ class Client:
         backend = await self.backend()
         return [registered_workflow(info) for info in await backend.list_workflows()]
 
+    # -- events --------------------------------------------------------------------
+
+    async def send_event(self, run_id: str, key: str, payload: Any) -> None:
+        """Send an event to run ``run_id`` under ``key``, with ``payload`` (any JSON value
+        within the pool's ``max_payload_bytes``; PayloadError otherwise, and nothing is
+        sent). Stored durably before it returns; a ``ctx.step.wait_for_event(name,
+        key)`` of the run takes it, one wait per event, in send order, also if the event
+        came first. A run suspended waiting on ``key`` is queued at once, in the same
+        atomic operation. RunNotFoundError for an unknown id; RunStateError for a run
+        that has finished."""
+        check_name(key, what="event key")
+        what = f"payload of event {key!r} for run {run_id}"
+        text = check_size(
+            to_json(payload, what=what), what=what, limit=self.settings.max_payload_bytes
+        )
+        backend = await self.backend()
+        result = await backend.send_event(run_id, key, text, self.settings.clock.now())
+        if result == "not_found":
+            raise RunNotFoundError(
+                f"no run with id {run_id!r} exists: send events to a run by the id its "
+                "handle has (handle.id), before retention deletes it"
+            )
+        if result == "finished":
+            raise RunStateError(
+                f"run {run_id} has finished and takes no more events; send events while it "
+                "runs or waits, or start a new run"
+            )
+
+    async def get_event(
+        self, run_id: str, key: str, timeout: timedelta | float | None = None
+    ) -> Any:
+        """The value run ``run_id`` published under ``key`` (``ctx.set_event``), the
+        latest one. Without one yet, it waits while the run is active, reading every few
+        ms at first, then every 0.25 s; it returns None if the run ended without
+        publishing one, or once ``timeout`` (a timedelta or seconds; 0: read once; None:
+        no limit) has passed. RunNotFoundError if there is no such run."""
+        check_name(key, what="event key")
+        seconds = None
+        if timeout is not None:
+            seconds = duration_seconds(timeout, what="get_event() timeout")
+            if seconds < 0:
+                raise ConfigurationError(
+                    f"get_event() timeout must not be negative, got {timeout!r}"
+                )
+        backend = await self.backend()
+        loop = asyncio.get_running_loop()
+        deadline = None if seconds is None else loop.time() + seconds
+        delay = EVENT_POLL_FIRST
+        while True:
+            found = await backend.get_event(run_id, key)
+            if found is None:
+                raise RunNotFoundError(f"no run with id {run_id!r} exists")
+            if found.value is not None:
+                return from_json(found.value)
+            if found.status in TERMINAL_STATES:
+                return None
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return None
+            await asyncio.sleep(delay if left is None else min(delay, left))
+            delay = min(delay * 2, EVENT_POLL_LONGEST)
+
     # -- cancel --------------------------------------------------------------------
 
     async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
@@ -339,6 +412,8 @@ class Client:
     list_runs_sync = sync_twin(list_runs, "pool")
     stats_sync = sync_twin(stats, "pool")
     list_workflows_sync = sync_twin(list_workflows, "pool")
+    send_event_sync = sync_twin(send_event, "pool")
+    get_event_sync = sync_twin(get_event, "pool")
     cancel_sync = sync_twin(cancel, "pool")
     cancel_all_sync = sync_twin(cancel_all, "pool")
     get_queue_sync = sync_twin(get_queue, "pool")

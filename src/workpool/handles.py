@@ -34,9 +34,20 @@ class RunSource(Protocol):
         """Cancel a run (``Workpool.cancel``)."""
         ...
 
+    async def send_event(self, run_id: str, key: str, payload: Any) -> None:
+        """Send an event to a run (``Workpool.send_event``)."""
+        ...
+
+    async def get_event(
+        self, run_id: str, key: str, timeout: timedelta | float | None = None
+    ) -> Any:
+        """A value a run published, waiting for it (``Workpool.get_event``)."""
+        ...
+
 
 class RunHandle(Generic[OutputT]):
-    """A reference to one run: read its status, wait for its result, cancel it."""
+    """A reference to one run: read its status, wait for its result, cancel it, send it
+    events and read the values it publishes."""
 
     def __init__(
         self, client: RunSource, run_id: str, output_adapter: TypeAdapter[Any] | None = None
@@ -86,6 +97,16 @@ class RunHandle(Generic[OutputT]):
         """The latest progress its handler reported (``ctx.set_progress``), or None."""
         return (await self._read()).progress
 
+    async def send_event(self, key: str, payload: Any) -> None:
+        """Send the run an event (see ``Workpool.send_event``)."""
+        await self.client.send_event(self.id, key, payload)
+
+    async def get_event(self, key: str, timeout: timedelta | float | None = None) -> Any:
+        """The value the run published under ``key``, waiting for it while the run is
+        active; None if it ended without one or ``timeout`` passed (see
+        ``Workpool.get_event``)."""
+        return await self.client.get_event(self.id, key, timeout)
+
     # Written out, not made by ``sync_twin``: a generic class's attribute that mentions
     # OutputT cannot be read on the class under mypy (``RunHandle.result_sync``).
 
@@ -104,6 +125,14 @@ class RunHandle(Generic[OutputT]):
     def progress_sync(self) -> Any:
         """``progress`` for synchronous code."""
         return self.client.portal.call(self.progress(), "handle.progress")
+
+    def send_event_sync(self, key: str, payload: Any) -> None:
+        """``send_event`` for synchronous code."""
+        self.client.portal.call(self.send_event(key, payload), "handle.send_event")
+
+    def get_event_sync(self, key: str, timeout: timedelta | float | None = None) -> Any:
+        """``get_event`` for synchronous code."""
+        return self.client.portal.call(self.get_event(key, timeout), "handle.get_event")
 
     async def _read(self) -> Run:
         """The run without its children: one backend read."""

@@ -168,19 +168,22 @@ class Step:
     """One saved step of a run (``ctx.step.*``), as ``Workpool.get_steps`` reports it."""
 
     name: str
-    kind: Literal["run", "workflow", "emit", "sleep"]
+    kind: Literal["run", "workflow", "emit", "sleep", "event"]
     """``run``: a function's result; ``workflow``: a child run awaited; ``emit``: a child
-    run started and not awaited; ``sleep``: a durable timer."""
+    run started and not awaited; ``sleep``: a durable timer; ``event``: an event awaited
+    (``wait_for_event``)."""
     status: Literal["waiting", "succeeded", "failed", "canceled"]
-    """``waiting``: its child or timer is pending; ``canceled``: its child was canceled."""
+    """``waiting``: its child, timer or event is pending; ``canceled``: its child was
+    canceled."""
     attempts: int
     """Executions of the step that reached an outcome (a failed one is run again)."""
     output: Any
-    """The saved result (JSON value); an ``emit`` step's is the child's run id."""
+    """The saved result (JSON value); an ``emit`` step's is the child's run id, an
+    ``event`` step's the event's payload (None if the wait timed out)."""
     error: RunError | None
     child_run_id: str | None
     wake_at: datetime | None
-    """A sleep's end, or when waiting for a child times out."""
+    """A sleep's end, or when waiting for a child or an event times out."""
     started_at: datetime
     finished_at: datetime | None
 

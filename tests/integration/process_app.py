@@ -99,6 +99,15 @@ async def napper(ctx: RunContext, seconds: float) -> str:
     return "rested"
 
 
+@pool.workflow(max_concurrency=None)
+async def awaiting(ctx: RunContext, key: str) -> object:
+    """A step, a wait for an event of ``key`` (a test kills the worker meanwhile), a step."""
+    await ctx.step.run("before", log, "before", ctx.run_id, os.getpid())
+    payload = await ctx.step.wait_for_event("event", key)
+    await ctx.step.run("after", log, "after", ctx.run_id, os.getpid())
+    return payload
+
+
 @pool.workflow(max_concurrency=3)
 async def limited(ctx: RunContext, number: int) -> int:
     """Counts, across processes, how many runs of it run at once (see ``running_now``)."""

@@ -341,10 +341,14 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "pool.set_max_parallelism": lambda: pool.set_max_parallelism_sync("default", 3),
         "pool.pause": lambda: pool.pause_sync("default"),
         "pool.resume": lambda: pool.resume_sync("default"),
+        "pool.send_event": lambda: pool.send_event_sync("no-such-run", "key", 1),
+        "pool.get_event": lambda: pool.get_event_sync("no-such-run", "key"),
         "handle.status": lambda: handle.status_sync(),
         "handle.result": lambda: handle.result_sync(timeout=1),
         "handle.cancel": lambda: handle.cancel_sync(),
         "handle.progress": lambda: handle.progress_sync(),
+        "handle.send_event": lambda: handle.send_event_sync("key", 1),
+        "handle.get_event": lambda: handle.get_event_sync("key", timeout=1),
     }
 
 

@@ -27,8 +27,9 @@ Run states::
     running --lease expired, reaped by claim--> queued   (or failed / canceled, see claim)
     running --release--> queued
     running --finish--> succeeded | failed | canceled    (terminal, final)
-    running --finish(suspend)--> suspended (waits on children and/or a timer)
-    suspended --(an awaited child ends | wake_at <= now, promoted by claim)--> queued
+    running --finish(suspend)--> suspended (waits on children, events and/or a timer)
+    suspended --(an awaited child ends | an awaited event is sent
+                 | wake_at <= now, promoted by claim)--> queued
     queued | scheduled | suspended --cancel--> canceled
 
 Terminal transitions fire the run's completion hooks (see ``CompletionHook``) in the
@@ -36,6 +37,14 @@ same atomic operation, exactly once. A run that ends ``canceled`` cancels, in th
 operation, every unfinished child it awaits (children stored with a ``parent_step``),
 and so on down. A child that ends records its outcome in its parent's step and, if the
 parent is ``suspended``, queues the parent again, in the same operation.
+
+Events: ``send_event`` stores an event (a JSON payload) for a run under a key, after the
+run's earlier events of that key; ``take_event`` hands the oldest to one step of the run
+and removes it, in the operation that saves the step, so each event is taken by exactly
+one step and none is lost whatever process dies when. A run that suspends waiting on
+keys (``Finish.events``) is queued again by the ``send_event`` of one of them, in the
+same operation as the store of the event. Separately, a running run publishes values
+under keys (``set_event``) that anyone reads (``get_event``).
 
 Attempts and executions: ``attempts`` never decreases. A claim adds one to it, except
 the claim that resumes a run after ``finish(suspend)``: an execution resumed after a
@@ -112,6 +121,8 @@ from workpool.backends.values import (
     ClaimResult,
     CompletionHook,
     Enqueued,
+    EventSent,
+    EventValue,
     Finish,
     FinishStatus,
     Lease,
@@ -145,6 +156,8 @@ __all__ = [
     "StepKind",
     "StepStatus",
     "CancelResult",
+    "EventSent",
+    "EventValue",
     "CompletionHook",
     "RateLimitSpec",
     "NewRun",
@@ -262,11 +275,13 @@ class Backend(Protocol):
         - ``retry``: store error, become ``scheduled`` at ``retry_at`` (or ``queued``
           if ``retry_at <= now``), lease dropped.
         - ``suspend``: lease dropped, the next claim resumes the attempt; if a run of
-          ``waiting_on`` has ended (or does not exist) or ``wake_at <= now``, become
-          ``queued`` now;
+          ``waiting_on`` has ended (or does not exist), an event of one of ``events``
+          waits to be taken, or ``wake_at <= now``, become ``queued`` now;
           else become ``suspended`` until an awaited child ends (any child with this
-          run as parent and a ``parent_step``) or ``wake_at`` is due (promoted by
-          ``claim`` like a scheduled run).
+          run as parent and a ``parent_step``), an event of one of ``events`` is sent
+          (``send_event``) or ``wake_at`` is due (promoted by ``claim`` like a
+          scheduled run). The keys count for this suspension only: a later one waits
+          on its own ``events``.
         If cancel was requested for the run, ``failed``, ``canceled``, ``retry`` and
         ``suspend`` all end ``canceled`` (with the cancel reason, and the entry's
         error, if any, stored as the last failure); ``succeeded`` stays succeeded.
@@ -297,6 +312,49 @@ class Backend(Protocol):
         found by the key is not re-parented: the deterministic keys the step engine
         uses can only find this run's own child of that step.
         """
+        ...
+
+    async def take_event(
+        self, lease: Lease, step: StepRecord, key: str, now: float
+    ) -> StepRecord | None:
+        """Store an ``event`` step of the leased run, taking the oldest event sent to the
+        run under ``key`` if there is one, in ONE atomic operation; return it as stored.
+
+        Only the lease holder writes: if the run is not ``running`` under ``lease``,
+        change nothing and return None. If the run's step ``step.name`` is already stored
+        ``succeeded``, change nothing and return that step (a repeated call, e.g. after an
+        outage hid the reply, takes no second event). Else, if an event of ``key`` waits,
+        remove the oldest and store ``step`` as ``succeeded`` with that event's payload
+        as ``output`` and ``finished_at = now``; otherwise store ``step`` as given (a
+        ``waiting`` step, or the ``succeeded`` one of a wait that timed out). Marks the
+        run as having steps, as ``save_step`` does.
+        """
+        ...
+
+    async def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
+        """Store an event for a run, in ONE atomic operation.
+
+        Unknown run: ``"not_found"``; a terminal run: ``"finished"``; neither stores
+        anything. Otherwise store ``payload`` (JSON text) after the run's earlier events
+        of ``key`` (``take_event`` takes them oldest first) and return ``"sent"``; if the
+        run is ``suspended`` and its suspension waits on ``key`` (``Finish.events``), it
+        becomes ``queued`` now as when an awaited child ends: out of its timer, through
+        its rate limits and gate, its queue's workers woken. Events are kept until taken
+        or until ``purge`` deletes the run; ``rerun`` does not copy them.
+        """
+        ...
+
+    async def set_event(self, lease: Lease, key: str, value: str) -> bool:
+        """Publish ``value`` (JSON text) under ``key`` for the leased run, replacing its
+        earlier value, in ONE operation; False (nothing written) if the run is not
+        ``running`` under ``lease``. Values stay until ``purge`` deletes the run;
+        ``rerun`` does not copy them."""
+        ...
+
+    async def get_event(self, run_id: str, key: str) -> EventValue | None:
+        """The run's status and the value it published under ``key``, in one read (so a
+        terminal status with no value means it never will have one); None if there is
+        no such run."""
         ...
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
@@ -449,11 +507,12 @@ class Backend(Protocol):
         """Delete up to ``limit`` terminal runs whose ``finished_at`` is before
         ``finished_before`` (oldest first), in ONE atomic operation; return how many.
 
-        With each run go its steps, its children list, its idempotency key if that
-        still points to it, and its entries in every index, so no index names a run
-        that is gone. Runs it started and the run that started it are not touched
-        (their own retention deletes them). Also deletes the counters of minutes
-        before ``counters_before``. Callers repeat while it returns ``limit``.
+        With each run go its steps, its children list, its events not taken and its
+        published values, its idempotency key if that still points to it, and its
+        entries in every index, so no index names a run that is gone. Runs it started
+        and the run that started it are not touched (their own retention deletes them).
+        Also deletes the counters of minutes before ``counters_before``. Callers repeat
+        while it returns ``limit``.
         """
         ...
 

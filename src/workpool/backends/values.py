@@ -20,9 +20,10 @@ every storable time, ``available_at - rank_offset`` stays a double that tells ap
 1 ms apart, and above the band of scores Redis keeps for runs to isolate."""
 
 FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
-StepKind = Literal["run", "workflow", "emit", "sleep"]
+StepKind = Literal["run", "workflow", "emit", "sleep", "event"]
 StepStatus = Literal["waiting", "succeeded", "failed", "canceled"]
 CancelResult = Literal["canceled", "requested", "finished", "not_found"]
+EventSent = Literal["sent", "not_found", "finished"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +390,9 @@ class Finish:
     """For ``suspend``: resume at this time at the latest (a durable timer)."""
     waiting_on: tuple[str, ...] = ()
     """For ``suspend``: child run ids; the run resumes as soon as any of them ends."""
+    events: tuple[str, ...] = ()
+    """For ``suspend``: event keys; the run resumes as soon as an event of one of them is
+    sent to it (``send_event``), or at once if one is already waiting to be taken."""
     progress: str | None = None
     """JSON text of the handler's latest progress not yet stored (any status), or None."""
 
@@ -398,7 +402,8 @@ class StepRecord:
     """One saved step of a run, keyed by its name within the run.
 
     ``kind``: ``run`` (a function's result), ``workflow`` (a child run awaited),
-    ``emit`` (a child run started, not awaited) or ``sleep`` (a durable timer).
+    ``emit`` (a child run started, not awaited), ``sleep`` (a durable timer) or
+    ``event`` (an event sent to the run awaited: its payload is the output).
     ``status``: ``waiting`` (a child or timer pending), ``succeeded``, ``failed`` or
     ``canceled`` (an awaited child was canceled; ``error`` then holds
     ``{"type": "RunCanceledError", "message": <reason or "">, "traceback": null}``).
@@ -416,5 +421,14 @@ class StepRecord:
     """JSON text ``{"type", "message", "traceback"}`` for ``failed`` and ``canceled``."""
     child_run_id: str | None = None
     wake_at: float | None = None
-    """``sleep``: when it ends; ``workflow``: when waiting for the child times out."""
+    """``sleep``: when it ends; ``workflow`` and ``event``: when the wait times out."""
     finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventValue:
+    """What ``get_event`` reads: the run's status and the value it published under the
+    key (JSON text, None if it has not published one), read together."""
+
+    status: str
+    value: str | None

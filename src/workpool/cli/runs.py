@@ -1,7 +1,9 @@
-"""``workpool runs list|show|cancel|retry`` and ``workpool steps``: find and act on runs."""
+"""``workpool runs list|show|cancel|retry|send-event`` and ``workpool steps``: find and act
+on runs."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import textwrap
 from datetime import UTC, datetime
@@ -40,7 +42,7 @@ OUTPUT_PREVIEW = 200
 
 @click.group()
 def runs() -> None:
-    """List runs, show one, cancel or retry one."""
+    """List runs, show one, cancel or retry one, send one an event."""
 
 
 @runs.command(name="list")
@@ -234,6 +236,29 @@ def cancel(run_id: str, reason: str | None, url: str | None) -> None:
     click.echo(f"run {run_id}: {messages.get(result, result)}")
 
 
+@runs.command(name="send-event")
+@click.argument("run_id")
+@click.argument("key")
+@click.argument("payload")
+@URL_OPTION
+def send_event(run_id: str, key: str, payload: str, url: str | None) -> None:
+    """Send run RUN_ID an event of KEY with PAYLOAD, a JSON value.
+
+    A ctx.step.wait_for_event of the run takes it (one wait per event, in send order,
+    also if the event comes first); a run waiting on KEY starts again at once. A
+    finished or unknown run is refused (exit code 1).
+    """
+    try:
+        value = json.loads(payload)
+    except ValueError as error:
+        raise click.BadParameter(
+            f"{payload!r} is not JSON ({error}); quote a string as '\"yes\"'",
+            param_hint="'PAYLOAD'",
+        ) from None
+    run_with_pool(url, lambda pool: pool.send_event(run_id, key, value))
+    click.echo(f"run {run_id}: event {key!r} sent")
+
+
 @runs.command()
 @click.argument("run_id")
 @URL_OPTION
@@ -309,6 +334,6 @@ def _step_result(step: Step, now: datetime) -> Text:
         parts.append(Text(shorten(error, OUTPUT_PREVIEW), style="red"))
     elif step.status == "waiting":
         parts.append(Text(f"until {short_time(step.wake_at, now)}" if step.wake_at else "waiting"))
-    elif step.kind in ("run", "workflow"):
+    elif step.kind in ("run", "workflow", "event"):
         parts.append(Text(shorten(one_line_json(step.output), OUTPUT_PREVIEW)))
     return Text(": ").join(parts) if parts else Text(NONE)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from workpool.backends.base import ClaimedRun
 from workpool.engine.environment import StepEnvironment
+from workpool.engine.publishing import Publisher
 from workpool.engine.steps import Steps
 from workpool.errors import ConfigurationError, WorkpoolError
 from workpool.logs import RunLogger
@@ -39,6 +41,7 @@ class RunContext:
     _cancel_requested: bool = field(default=False, repr=False)
     _timed_out: bool = field(default=False, repr=False)
     _steps: Steps | None = field(default=None, repr=False)
+    _publisher: Publisher | None = field(default=None, repr=False)
     # The latest progress (JSON text) and the one last stored: a new value is a new
     # object, so the worker compares identities and handler threads need no lock.
     _progress: str | None = field(default=None, repr=False)
@@ -81,6 +84,27 @@ class RunContext:
         text = to_json(value, what=what)
         self._progress = check_size(text, what=what, limit=self._max_progress_bytes)
 
+    async def set_event(self, key: str, value: Any) -> None:
+        """Publish ``value`` (any JSON value, within the pool's ``max_payload_bytes``)
+        under ``key``, for callers to read or wait for with ``handle.get_event(key)``:
+        a status for a UI, an intermediate result. Stored at once (one backend call),
+        replacing the key's earlier value; only the run's current lease holder writes
+        (a worker that lost the run stops). Raises PayloadError for a value JSON cannot
+        hold as it is."""
+        await self._events().publish(key, value)
+
+    def set_event_sync(self, key: str, value: Any) -> None:
+        """``set_event`` for sync handlers: blocks the handler's thread until stored."""
+        self._events().publish_sync(key, value)
+
+    def _events(self) -> Publisher:
+        if self._publisher is None:
+            raise ConfigurationError(
+                f"run {self.run_id}: ctx.set_event needs the context a worker hands to the "
+                "handler; this one was made by hand"
+            )
+        return self._publisher
+
     def unstored_progress(self) -> str | None:
         """The latest progress as JSON text, unless it was stored (for the worker)."""
         progress = self._progress
@@ -116,6 +140,7 @@ def context_for(claimed: ClaimedRun, env: StepEnvironment, *, with_steps: bool) 
         logger=RunLogger(claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt),
         fencing_token=claimed.fence,
         _max_progress_bytes=env.settings.max_payload_bytes,
+        _publisher=Publisher(env, asyncio.get_running_loop()),
     )
     if with_steps:
         ctx._steps = Steps(env)

@@ -192,7 +192,13 @@ def _signal_outcome(claimed: ClaimedRun, signal: BaseException, steps: Steps | N
         raise asyncio.CancelledError from signal  # the lease is gone: write nothing
     if steps is not None and steps.suspension is not None and _only(signal, SuspendRun):
         wait = steps.suspension
-        return Finish(claimed.lease, "suspend", wake_at=wait.wake_at, waiting_on=wait.waiting_on)
+        return Finish(
+            claimed.lease,
+            "suspend",
+            wake_at=wait.wake_at,
+            waiting_on=wait.waiting_on,
+            events=wait.events,
+        )
     raise signal
 
 

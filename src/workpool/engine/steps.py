@@ -1,4 +1,4 @@
-"""``ctx.step``: durable steps, child runs and sleeps, replayed from saved results.
+"""``ctx.step``: durable steps, child runs, sleeps and events, replayed from saved results.
 
 Each step is saved under its name when it completes, in one backend operation that
 only the lease holder can perform. A later execution of the same run (a retry, a
@@ -6,10 +6,11 @@ reclaim after a crash, a resume after a wait) replays the handler from the start
 completed steps return their saved result without running again.
 
 Waiting does not hold a worker slot. When the handler is blocked on durable waits
-only (a child run, a sleep) and no step is in progress, every pending wait raises
-``SuspendRun``; the worker then suspends the run, and the backend queues it again
-when a child ends or the timer is due. Sleeps shorter than ``SLEEP_IN_SLOT_UNDER``
-stay in the slot: a suspend and resume costs a few backend operations and a replay.
+only (a child run, a sleep, an event) and no step is in progress, every pending wait
+raises ``SuspendRun``; the worker then suspends the run, and the backend queues it again
+when a child ends, an awaited event is sent or the timer is due. Sleeps shorter than
+``SLEEP_IN_SLOT_UNDER`` stay in the slot: a suspend and resume costs a few backend
+operations and a replay.
 
 Over 400 lines, and kept whole: it is one class, whose replay bookkeeping (saved steps,
 names used, steps in progress, pending waits) every step kind reads and writes; its
@@ -22,19 +23,25 @@ import asyncio
 import hashlib
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from workpool.backends.base import NewRun, StepKind, StepRecord
 from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
-from workpool.engine.environment import LeaseLost, StepEnvironment, SuspendRun, Suspension
+from workpool.engine.environment import (
+    LeaseLost,
+    StepEnvironment,
+    SuspendRun,
+    Suspension,
+    check_lease,
+    ride_out,
+)
 from workpool.errors import (
-    BackendUnavailableError,
     DuplicateStepError,
     NonRetriableError,
     PayloadError,
@@ -48,10 +55,6 @@ from workpool.validation import check_name, check_time, duration_seconds, timest
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
-OUTAGE_FIRST_PAUSE = 0.05
-OUTAGE_LONGEST_PAUSE = 1.0
-"""Seconds between tries of a step's backend call while the backend is unreachable."""
-T = TypeVar("T")
 
 
 class Steps:
@@ -66,7 +69,7 @@ class Steps:
         self._busy = 0
         self._settled = asyncio.Event()
         self._settled.set()
-        self._waits: list[tuple[str | None, float | None, asyncio.Future[None]]] = []
+        self._waits: list[tuple[str | None, float | None, str | None, asyncio.Future[None]]] = []
         self._watcher: asyncio.Task[None] | None = None
         self.duplicate: DuplicateStepError | None = None
         """Set when a step name was used twice: the run fails whatever the handler does."""
@@ -102,7 +105,7 @@ class Steps:
                 return from_json(saved.output)
             attempts = saved.attempts + 1 if saved is not None else 1
             started = self._now()
-            self._check_lease(name)
+            check_lease(self._env, name)
             try:
                 value = await self._call(name, fn, args, kwargs, seconds)
                 output = self._result_json(name, value)
@@ -226,6 +229,35 @@ class Steps:
         wake_at = timestamp_of(when, what=f"step {name!r}: when")
         await self._sleep(name, lambda _: wake_at)
 
+    async def wait_for_event(
+        self, name: str, key: str, *, timeout: timedelta | float | None = None
+    ) -> Any:
+        """Wait durably for an event sent to this run under ``key``; return its payload.
+
+        Events are kept from when they are sent (``pool.send_event``), also before this
+        wait, and each goes to one wait, oldest first. While none has come the run is
+        suspended and frees its slot. After ``timeout`` (a timedelta or seconds, counted
+        from the first execution that reached this step: a replay does not restart it)
+        it returns None, as a null payload would: send non-null payloads when the two
+        must be told apart. A replay returns the saved payload.
+        """
+        seconds = self._timeout(name, timeout)
+        check_name(key, what=f"step {name!r}: event key")
+        self._use_name(name)
+        with self._active():
+            saved = (await self._load()).get(name)
+            self._check_kind(saved, name, "event")
+            if saved is None or saved.status == "waiting":
+                now = self._now()
+                wake_at = None if seconds is None else now + seconds
+                step = saved or StepRecord(name, "event", "waiting", 1, now, wake_at=wake_at)
+                if step.wake_at is not None and now >= step.wake_at:
+                    step = replace(step, status="succeeded", output="null", finished_at=now)
+                saved = await self._save(step, event=key)
+            if saved.status == "waiting":
+                await self._suspend_until(None, saved.wake_at, event=key)
+            return from_json(saved.output)
+
     def _timeout(self, name: str, timeout: timedelta | float | None) -> float | None:
         """Seconds of a step's ``timeout`` (None: no limit)."""
         if timeout is None:
@@ -261,44 +293,32 @@ class Steps:
     async def _load(self) -> dict[str, StepRecord]:
         async with self._loading:
             if self._saved is None:
-                steps = await self._ride_out(
-                    "load steps", lambda: self._env.backend.get_steps(self._run_id)
+                backend = self._env.backend
+                steps = await ride_out(
+                    self._env, "load steps", lambda: backend.get_steps(self._run_id)
                 )
                 self._saved = {step.name: step for step in steps}
         return self._saved
 
-    async def _save(self, step: StepRecord, child: NewRun | None = None) -> StepRecord:
-        stored = await self._ride_out(
-            f"save step {step.name!r}",
-            lambda: self._env.backend.save_step(self._env.lease, step, self._now(), child),
-        )
+    async def _save(
+        self, step: StepRecord, child: NewRun | None = None, *, event: str | None = None
+    ) -> StepRecord:
+        """Save a step (a save is idempotent: it replaces the step, a child keeps its key,
+        and a step that took its event keeps it). With ``event``, take the oldest event
+        of that key into the step if one was sent."""
+        backend, lease = self._env.backend, self._env.lease
+
+        async def call() -> StepRecord | None:
+            if event is not None:
+                return await backend.take_event(lease, step, event, self._now())
+            return await backend.save_step(lease, step, self._now(), child)
+
+        stored = await ride_out(self._env, f"save step {step.name!r}", call)
         if stored is None:
             raise LeaseLost(f"run {self._run_id}: lease lost, step {step.name!r} not saved")
         assert self._saved is not None
         self._saved[step.name] = stored
         return stored
-
-    async def _ride_out(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """Call the backend; while it is unreachable, try again (a save is idempotent:
-        it replaces the step, and a child keeps its key) until the local lease would
-        run out. Then the error propagates: an infrastructure failure, which uses no
-        attempt (see ``execute``)."""
-        delay = OUTAGE_FIRST_PAUSE
-        while True:
-            self._check_lease(what)
-            try:
-                return await call()
-            except BackendUnavailableError:
-                lease = self._env.local_lease
-                if lease is None or lease.remaining() <= delay:
-                    raise
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, OUTAGE_LONGEST_PAUSE)
-
-    def _check_lease(self, what: str) -> None:
-        lease = self._env.local_lease
-        if lease is not None and not lease.held():
-            raise LeaseLost(f"run {self._run_id}: lease not confirmed in time; did not {what}")
 
     def _result_json(self, name: str, value: Any) -> str:
         """A step result as JSON; one that cannot be stored fails the run for good (the
@@ -375,12 +395,14 @@ class Steps:
             if self._busy == 0:
                 self._settled.set()
 
-    async def _suspend_until(self, child: str | None, wake_at: float | None) -> NoReturn:
+    async def _suspend_until(
+        self, child: str | None, wake_at: float | None, *, event: str | None = None
+    ) -> NoReturn:
         """Wait durably; raises SuspendRun once the whole handler is waiting durably."""
         if self.suspension is not None:  # already unwinding (a wait in a finally block)
             raise SuspendRun
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waits.append((child, wake_at, future))
+        self._waits.append((child, wake_at, event, future))
         if self._watcher is None:
             self._watcher = asyncio.create_task(self._suspend_when_settled())
         self._busy -= 1  # a durable wait is not activity
@@ -400,10 +422,11 @@ class Steps:
             if self._busy == 0:
                 break
             await self._settled.wait()
-        times = [wake_at for _, wake_at, _ in self._waits if wake_at is not None]
-        children = tuple(dict.fromkeys(child for child, _, _ in self._waits if child))
-        self.suspension = Suspension(min(times) if times else None, children)
-        for _, _, future in self._waits:
+        times = [wake_at for _, wake_at, _, _ in self._waits if wake_at is not None]
+        children = tuple(dict.fromkeys(child for child, _, _, _ in self._waits if child))
+        events = tuple(dict.fromkeys(event for _, _, event, _ in self._waits if event))
+        self.suspension = Suspension(min(times) if times else None, children, events)
+        for _, _, _, future in self._waits:
             if not future.done():
                 future.set_exception(SuspendRun())
 

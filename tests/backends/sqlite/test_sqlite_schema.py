@@ -44,7 +44,7 @@ HOT_QUERIES = (
     "resume_now",
     "unfinished_among",
     "record_child_outcome",
-    "wake_parent",
+    "wake_suspended",
     "awaited_children",
     "child_outcome",
     "save_step",
@@ -63,6 +63,12 @@ HOT_QUERIES = (
     "delete_runs",
     "add_counters",
     "rerun_source",
+    "event_target",
+    "take_event",
+    "events_waiting",
+    "get_step",
+    "publish_value",
+    "get_published",
 )
 SAMPLE_PARAMETERS = {
     "id": "run-1",
@@ -127,6 +133,9 @@ SAMPLE_PARAMETERS = {
     "workflows": '["send_email", "charge"]',
     "priority": 0,
     "rank_offset": 0.0,
+    "events": '["approval"]',
+    "keys": '["approval"]',
+    "value": "{}",
 }
 
 
@@ -147,9 +156,10 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 8
+    assert version == load_migrations()[-1].version == 9
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
+    assert {"events", "events_by_key", "published"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
@@ -214,7 +224,8 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
 
     assert not [step for step in plan if step.startswith("SCAN runs")], plan
     assert not [step for step in plan if "TEMP B-TREE" in step], plan
-    if name not in ("insert_run", "save_step", "count_admitted", "add_counters"):  # upserts
+    upserts = ("insert_run", "save_step", "count_admitted", "add_counters", "publish_value")
+    if name not in upserts:
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
 

@@ -18,6 +18,8 @@ from workpool.backends.base import (
     CancelResult,
     ClaimResult,
     Enqueued,
+    EventSent,
+    EventValue,
     Finish,
     Lease,
     MinuteCounters,
@@ -33,7 +35,7 @@ from workpool.backends.base import (
     WorkerRecord,
     WorkflowInfo,
 )
-from workpool.backends.checks import check_finishes, check_new_runs, check_step
+from workpool.backends.checks import check_finishes, check_new_runs, check_now, check_step
 from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
@@ -207,6 +209,29 @@ class RedisBackend:
             None if child is None else (step.kind, codec.encode_runs([child], now)),
         )
         return None if stored is None else codec.decode_step(lease.run_id, step.name, stored)
+
+    async def take_event(
+        self, lease: Lease, step: StepRecord, key: str, now: float
+    ) -> StepRecord | None:
+        check_step(lease.run_id, step, now, None)
+        stored = await self._scripts.take_event(
+            codec.seconds(now), (lease.run_id, lease.token), step.name, codec.encode_step(step), key
+        )
+        return None if stored is None else codec.decode_step(lease.run_id, step.name, stored)
+
+    async def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
+        check_now(now)
+        result = await self._scripts.send_event(codec.seconds(now), run_id, key, payload)
+        if result not in get_args(EventSent):
+            raise RuntimeError(f"send_event.lua returned an unknown result {result!r}")
+        return cast(EventSent, result)
+
+    async def set_event(self, lease: Lease, key: str, value: str) -> bool:
+        return await self._scripts.set_event((lease.run_id, lease.token), key, value)
+
+    async def get_event(self, run_id: str, key: str) -> EventValue | None:
+        found = await self._scripts.get_event(run_id, key)
+        return None if found is None else EventValue(*found)
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         return codec.decode_steps(

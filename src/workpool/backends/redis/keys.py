@@ -12,6 +12,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            the fencing token), isolate ('1': it lost its
                                            lease and runs alone next),
                                            has_steps ('1' once a step was saved),
+                                           awaited_events (the event keys of its latest
+                                           suspension, a JSON array, '' for none),
+                                           inbox ('1' once it was sent an event),
                                            parent_step (the parent's step awaiting it),
                                            and for a gated run: gate (its gate id),
                                            gate_limit (its max_concurrency) and
@@ -25,6 +28,13 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            child_run_id; times as decimal strings)
     {p}:run:<run id>:children              list: ids of the runs its steps started,
                                            in creation order
+    {p}:run:<run id>:inbox:<key>           list: payloads (JSON texts) of the events of
+                                           <key> sent to the run and not yet taken,
+                                           oldest first (gone when empty)
+    {p}:run:<run id>:inbox                 set: every <key> the run was sent events of
+                                           (the run's hash has inbox '1' once it has one)
+    {p}:run:<run id>:published             hash: key -> the value (JSON text) the run
+                                           published under it, the last one
     {p}:ready:<pair>                       sorted set: the pair's claimable run ids
                                            (queued: ungated, or admitted by their gate),
                                            score the run's rank, or rank - 3e12 for a run
@@ -134,6 +144,15 @@ class Keys:
 
     def children(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:children"
+
+    def inbox(self, run_id: str, key: str) -> str:
+        return f"{self.tag}:run:{run_id}:inbox:{key}"
+
+    def inbox_keys(self, run_id: str) -> str:
+        return f"{self.tag}:run:{run_id}:inbox"
+
+    def published(self, run_id: str) -> str:
+        return f"{self.tag}:run:{run_id}:published"
 
     def ready(self, queue: str, workflow: str) -> str:
         return f"{self.tag}:ready:{pair(queue, workflow)}"

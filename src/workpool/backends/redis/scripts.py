@@ -24,6 +24,10 @@ OPERATIONS = (
     "renew",
     "finish",
     "save_step",
+    "take_event",
+    "send_event",
+    "set_event",
+    "get_event",
     "release",
     "cancel",
     "cancel_many",
@@ -74,6 +78,10 @@ class Scripts:
         self._renew = Script(link, tag, "renew")
         self._finish = Script(link, tag, "finish")
         self._save_step = Script(link, tag, "save_step")
+        self._take_event = Script(link, tag, "take_event")
+        self._send_event = Script(link, tag, "send_event")
+        self._set_event = Script(link, tag, "set_event")
+        self._get_event = Script(link, tag, "get_event")
         self._release = Script(link, tag, "release")
         self._cancel = Script(link, tag, "cancel")
         self._cancel_many = Script(link, tag, "cancel_many")
@@ -157,6 +165,28 @@ class Scripts:
             args += [child[0], *child[1]]
         stored = await self._save_step(args)
         return None if stored is None else str(stored)
+
+    async def take_event(
+        self, now: str, lease: tuple[str, str], name: str, step_json: str, key: str
+    ) -> str | None:
+        """The step JSON text as stored, or None if the lease is not held."""
+        stored = await self._take_event([now, *lease, name, step_json, key])
+        return None if stored is None else str(stored)
+
+    async def send_event(self, now: str, run_id: str, key: str, payload: str) -> str:
+        """'sent', 'not_found' or 'finished'."""
+        return str(await self._send_event([now, run_id, key, payload]))
+
+    async def set_event(self, lease: tuple[str, str], key: str, value: str) -> bool:
+        """Whether the lease was held and the value stored."""
+        return bool(await self._set_event([*lease, key, value]))
+
+    async def get_event(self, run_id: str, key: str) -> tuple[str, str | None] | None:
+        """(the run's status, the value or None), or None for an unknown run."""
+        reply = await self._get_event([run_id, key])
+        if reply is None:
+            return None
+        return str(reply[0]), None if reply[1] is None else str(reply[1])
 
     async def release(self, now: str, started: bool, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""

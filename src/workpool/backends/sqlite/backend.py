@@ -19,6 +19,8 @@ from workpool.backends.base import (
     CancelResult,
     ClaimResult,
     Enqueued,
+    EventSent,
+    EventValue,
     Finish,
     Lease,
     MinuteCounters,
@@ -131,6 +133,34 @@ class SQLiteBackend:
         return await self._transact(
             lambda operations: operations.save_step(lease, step, now, child)
         )
+
+    async def take_event(
+        self, lease: Lease, step: StepRecord, key: str, now: float
+    ) -> StepRecord | None:
+        """See ``Backend.take_event``."""
+        return await self._transact(lambda operations: operations.take_event(lease, step, key, now))
+
+    async def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
+        """See ``Backend.send_event``."""
+        return await self._transact(
+            lambda operations: operations.send_event(run_id, key, payload, now)
+        )
+
+    async def set_event(self, lease: Lease, key: str, value: str) -> bool:
+        """See ``Backend.set_event``."""
+        return await self._transact(lambda operations: operations.set_event(lease, key, value))
+
+    async def get_event(self, run_id: str, key: str) -> EventValue | None:
+        """See ``Backend.get_event``: one SELECT."""
+        query = self._queries["get_published"]
+
+        def read(connection: sqlite3.Connection) -> EventValue | None:
+            row = connection.execute(query, {"id": run_id, "key": key}).fetchone()
+            if row is None:
+                return None
+            return EventValue(records.text(row, "status"), records.optional_text(row, "value"))
+
+        return await self._thread.read(read)
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         """See ``Backend.get_steps``: one SELECT."""

@@ -192,7 +192,8 @@ WHERE id = :id
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: suspend_run
--- Drop run :id's lease, the attempt to resume: suspended until :wake_at (or a child).
+-- Drop run :id's lease, the attempt to resume: suspended until :wake_at, a child or an
+-- event of the :events JSON array (NULL: none).
 UPDATE runs SET
     status = 'suspended',
     resuming = 1,
@@ -200,6 +201,7 @@ UPDATE runs SET
     attempt_time = attempt_time + :ran,
     isolate = 0,
     wake_at = :wake_at,
+    awaited_events = :events,
     lease_token = NULL,
     lease_expires_at = NULL
 WHERE id = :id;
@@ -230,10 +232,10 @@ WHERE id IN (SELECT value FROM json_each(:ids))
 UPDATE steps SET status = :status, output = :output, error = :error, finished_at = :now
 WHERE run_id = :parent AND name = :step AND child_run_id = :child;
 
--- name: wake_parent
--- Queue run :parent at :now if it is suspended; returns its queue when it was.
+-- name: wake_suspended
+-- Queue run :id at :now if it is suspended; returns its queue when it was.
 UPDATE runs SET status = 'queued', available_at = :now, wake_at = NULL, admitted = gate IS NULL
-WHERE id = :parent AND status = 'suspended'
+WHERE id = :id AND status = 'suspended'
 RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: awaited_children
@@ -265,6 +267,12 @@ ON CONFLICT (run_id, name) DO UPDATE SET
     wake_at = excluded.wake_at,
     started_at = excluded.started_at,
     finished_at = excluded.finished_at;
+
+-- name: get_step
+-- Step :name of run :run_id (no row: none saved).
+SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
+    finished_at
+FROM steps WHERE run_id = :run_id AND name = :name;
 
 -- name: mark_has_steps
 -- Note that run :id has saved steps (claims then say so).
@@ -597,3 +605,35 @@ WHERE queue IN (SELECT value FROM json_each(:queues));
 -- name: forget_waiters
 -- Drop every announcement of the socket addresses in the :addresses JSON array.
 DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
+
+-- name: event_target
+-- Status of run :id and the event keys its suspension waits on (no row: unknown id).
+SELECT status, awaited_events FROM runs WHERE id = :id;
+
+-- name: store_event
+-- Add an event of :key with :payload (JSON text) after run :run_id's earlier ones.
+INSERT INTO events (run_id, key, payload) VALUES (:run_id, :key, :payload);
+
+-- name: take_event
+-- Remove the oldest event of :key sent to run :run_id; returns its payload (no row: none).
+DELETE FROM events WHERE id = (
+    SELECT id FROM events WHERE run_id = :run_id AND key = :key ORDER BY id LIMIT 1
+)
+RETURNING payload;
+
+-- name: events_waiting
+-- Whether run :run_id has an event of a key in the :keys JSON array (no row: none).
+SELECT 1 FROM events
+WHERE run_id = :run_id AND key IN (SELECT value FROM json_each(:keys))
+LIMIT 1;
+
+-- name: publish_value
+-- Store :value (JSON text) as what run :run_id published under :key, replacing it.
+INSERT INTO published (run_id, key, value) VALUES (:run_id, :key, :value)
+ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;
+
+-- name: get_published
+-- The status of run :id and the value it published under :key (no row: unknown id).
+SELECT runs.status, published.value FROM runs
+LEFT JOIN published ON published.run_id = runs.id AND published.key = :key
+WHERE runs.id = :id;

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from workpool.backends.base import (
     ClaimedRun,
@@ -17,7 +17,9 @@ from workpool.backends.base import (
     Lease,
     RateLimitSpec,
     RunRecord,
+    StepKind,
     StepRecord,
+    StepStatus,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -26,8 +28,8 @@ from workpool.errors import CorruptRecordError
 _STATES = frozenset(
     {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
 )
-_STEP_KINDS = frozenset({"run", "workflow", "emit", "sleep"})
-_STEP_STATES = frozenset({"waiting", "succeeded", "failed", "canceled"})
+_STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
+_STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
 
 

@@ -128,6 +128,8 @@ def encode_finishes(finishes: Sequence[Finish]) -> str:
             item["wake_at"] = seconds(finish.wake_at)
         if finish.waiting_on:
             item["waiting_on"] = list(finish.waiting_on)
+        if finish.events:
+            item["events"] = list(finish.events)
         if finish.progress is not None:
             item["progress"] = finish.progress
         items.append(item)

@@ -6,9 +6,11 @@
 -- ARGV[3]  counters_before: delete the counters of minutes starting earlier (decimal)
 --
 -- Returns how many runs were deleted. Runs go oldest finished_at first (the finished
--- set), each with its steps, its children list, its idempotency key if that still
--- names it, its list entry and its finished entry; terminal runs are in no other
--- index. Runs it started and the run that started it are left alone.
+-- set), each with its steps, its children list, its published values, its events not
+-- taken (their lists, when its hash notes it has some, and its set of their keys), its
+-- idempotency key if that still names it, its list entry and its finished entry;
+-- terminal runs are in no other index. Runs it started and the run that started it are
+-- left alone.
 
 local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
@@ -18,7 +20,7 @@ if limit > 0 then
     'LIMIT', 0, limit)
   for _, run_id in ipairs(old) do
     local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
-      'idempotency_key')
+      'idempotency_key', 'inbox')
     if run[1] then
       zrem_later(list_key(run[1], pair_of(run[2], run[3])), run_id)
       if run[4] then
@@ -28,8 +30,14 @@ if limit > 0 then
           redis.call('DEL', key)
         end
       end
+      if run[5] then
+        for _, key in ipairs(redis.call('SMEMBERS', inbox_keys_key(run_id))) do
+          redis.call('DEL', inbox_key(run_id, key))
+        end
+      end
     end
-    redis.call('DEL', run_key(run_id), steps_key(run_id), children_key(run_id))
+    redis.call('DEL', run_key(run_id), steps_key(run_id), children_key(run_id),
+      published_key(run_id), inbox_keys_key(run_id))
     zrem_later(finished_key(), run_id)
     if run[1] then
       deleted = deleted + 1

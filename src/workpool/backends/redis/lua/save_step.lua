@@ -58,8 +58,5 @@ local step_json = ARGV[5]
 if ARGV[6] then
   step_json = start_child(ARGV[6], step_json)
 end
-redis.call('HSET', steps_key(run_id), name, step_json)
-if run[3] ~= '1' then
-  redis.call('HSET', run_key(run_id), 'has_steps', '1')
-end
+store_step(run_id, name, step_json, run[3])
 return step_json

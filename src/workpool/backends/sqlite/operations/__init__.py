@@ -13,6 +13,7 @@ Its parts, each a class over the shared transaction, from the bottom up:
 - ``claiming.py``     ``claim``: promote, reap, lease
 - ``finishing.py``    ``renew``, ``finish``, ``release``
 - ``steps.py``        ``save_step``
+- ``events.py``       ``send_event``, ``take_event``, ``set_event``
 - ``admin.py``        queue settings, registry, workers, named leases, ``fail_unserved``,
   ``purge``, ``rerun``
 """
@@ -22,11 +23,12 @@ from __future__ import annotations
 from workpool.backends.sqlite.operations.admin import Admin
 from workpool.backends.sqlite.operations.claiming import Claiming
 from workpool.backends.sqlite.operations.enqueueing import Enqueueing
+from workpool.backends.sqlite.operations.events import Events
 from workpool.backends.sqlite.operations.finishing import Finishing
 from workpool.backends.sqlite.operations.steps import Steps
 
 __all__ = ["Operations"]
 
 
-class Operations(Claiming, Finishing, Steps, Enqueueing, Admin):
+class Operations(Claiming, Finishing, Events, Steps, Enqueueing, Admin):
     """Every state transition, as statements on one connection inside one transaction."""

@@ -70,17 +70,21 @@ class Ending(Admission):
                 output=output,
                 error=error,
             )
-            woken = self._execute("wake_parent", parent=parent_id, now=now).fetchall()
-            for row in woken:
-                if row["gate"] is None:
-                    self.woken.add(records.text(row, "queue"))
-            self._joined(woken, now)
+            self._wake_suspended(parent_id, now)
         if status == "canceled":
             reason = f"parent run {run_id} was canceled"
             for child in self._execute("awaited_children", id=run_id).fetchall():
                 self._cancel_active(
                     records.text(child, "id"), records.text(child, "status"), reason, now
                 )
+
+    def _wake_suspended(self, run_id: str, now: float) -> None:
+        """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""
+        woken = self._execute("wake_suspended", id=run_id, now=now).fetchall()
+        for row in woken:
+            if row["gate"] is None:
+                self.woken.add(records.text(row, "queue"))
+        self._joined(woken, now)
 
     def _fire_hooks(self, ended: sqlite3.Row, now: float) -> None:
         run_id = records.text(ended, "id")

@@ -88,6 +88,9 @@ class Finishing(Ending):
             row = self._execute("unfinished_among", ids=ids).fetchone()
             due = records.integer(row, "unfinished") < len(set(entry.waiting_on))
         run_id = entry.lease.run_id
+        events = json.dumps(list(entry.events)) if entry.events else None
+        if not due and events is not None:
+            due = self._execute("events_waiting", run_id=run_id, keys=events).fetchone() is not None
         left = self._leave_gate(run_id, gated=gated)
         if due:
             rows = self._execute("resume_now", id=run_id, now=now, ran=ran).fetchall()
@@ -95,7 +98,7 @@ class Finishing(Ending):
             self._fill(*left)
             self._joined(rows, now)
         else:
-            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, ran=ran)
+            self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
             self._fill(*left)
 
     def release(self, leases: Sequence[Lease], now: float, started: bool) -> None:

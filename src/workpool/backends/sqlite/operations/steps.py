@@ -24,9 +24,14 @@ class Steps(Enqueueing):
             return None
         if child is not None:
             step = self._start_child(lease.run_id, step, child, now)
+        self._store_step(lease.run_id, step)
+        return step
+
+    def _store_step(self, run_id: str, step: StepRecord) -> None:
+        """Store the step (replacing one of its name); the run now has steps."""
         self._execute(
             "save_step",
-            run_id=lease.run_id,
+            run_id=run_id,
             name=step.name,
             kind=step.kind,
             status=step.status,
@@ -38,8 +43,7 @@ class Steps(Enqueueing):
             started_at=step.started_at,
             finished_at=step.finished_at,
         )
-        self._execute("mark_has_steps", id=lease.run_id)
-        return step
+        self._execute("mark_has_steps", id=run_id)
 
     def _start_child(
         self, parent_id: str, step: StepRecord, child: NewRun, now: float

@@ -1,6 +1,16 @@
--- Library: steps that await a child run, and the parent a child wakes when it ends.
--- A step is stored as JSON text (see keys.py); it is decoded here only to record a
--- child's outcome, and its times are decimal strings, so nothing is rounded.
+-- Library: storing steps, steps that await a child run, and the parent a child wakes
+-- when it ends. A step is stored as JSON text (see keys.py); it is decoded only to record
+-- a child's outcome or an event's payload (take_event.lua), and its times are decimal
+-- strings, so nothing is rounded.
+
+-- Store a step of a run as its JSON text, and note that the run has steps unless its
+-- has_steps field (as the caller read it) says so already.
+local function store_step(run_id, name, step_json, has_steps)
+  redis.call('HSET', steps_key(run_id), name, step_json)
+  if has_steps ~= '1' then
+    redis.call('HSET', run_key(run_id), 'has_steps', '1')
+  end
+end
 
 -- Give a decoded step the outcome of its child, which ended in status at now with
 -- these stored texts (nil when absent).
@@ -35,9 +45,6 @@ local function notify_parent(run_id, parent_id, step_name, status, stored, now)
   local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'workflow',
     'gate', 'gate_limit', 'rate')
   if parent[1] == 'suspended' then
-    zrem_later(queue_key(parent[2], 'scheduled'), parent_id)  -- its timer, if any
-    if make_waiting(parent_id, parent, now, now, parent[4], parent[5], parent[6]) then
-      wake(parent[2], parent[3])
-    end
+    resume_suspended(parent_id, parent, now)
   end
 end
