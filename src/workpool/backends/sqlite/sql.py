@@ -13,6 +13,10 @@ _PACKAGE = "workpool.backends.sqlite"
 _NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
 _MIGRATION_FILE = re.compile(r"^(?P<version>\d{4})_[a-z0-9_]+\.sql$")
 
+RESERVED_VERSIONS = frozenset({9})
+"""Migration numbers another branch holds (0009: events, issue 17 part 1, merged
+separately): a checkout without such a file still migrates, skipping its number."""
+
 
 @dataclass(frozen=True, slots=True)
 class Migration:
@@ -56,7 +60,8 @@ def _statement(name: str, lines: list[str]) -> str:
 
 
 def load_migrations() -> tuple[Migration, ...]:
-    """Read ``migrations/NNNN_name.sql`` files, sorted by version, numbered from 1."""
+    """Read ``migrations/NNNN_name.sql`` files, sorted by version, numbered from 1 (a
+    number of ``RESERVED_VERSIONS`` may be missing)."""
     folder = resources.files(_PACKAGE).joinpath("migrations")
     migrations = []
     for entry in folder.iterdir():
@@ -68,7 +73,8 @@ def load_migrations() -> tuple[Migration, ...]:
             )
     migrations.sort(key=lambda migration: migration.version)
     versions = [migration.version for migration in migrations]
-    if versions != list(range(1, len(versions) + 1)):
+    whole = range(1, versions[-1] + 1) if versions else range(0)
+    if versions != [v for v in whole if v in versions or v not in RESERVED_VERSIONS]:
         raise ValueError(f"SQLite migrations must be numbered 1, 2, 3 ...; found {versions}")
     return tuple(migrations)
 

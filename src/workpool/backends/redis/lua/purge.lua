@@ -8,7 +8,8 @@
 -- Returns how many runs were deleted. Runs go oldest finished_at first (the finished
 -- set), each with its steps, its children list, its idempotency key if that still
 -- names it, its list entry and its finished entry; terminal runs are in no other
--- index. Runs it started and the run that started it are left alone.
+-- index. Runs it started and the run that started it are left alone. Then up to limit
+-- batches completed before finished_before go (hash, failed ids, cancelable set).
 
 local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
@@ -34,6 +35,18 @@ if limit > 0 then
     if run[1] then
       deleted = deleted + 1
     end
+  end
+end
+
+if limit > 0 then
+  local batches = redis.call('ZRANGEBYSCORE', batches_completed_key(), '-inf',
+    '(' .. finished_before, 'LIMIT', 0, limit)
+  for _, batch_id in ipairs(batches) do
+    redis.call('DEL', batch_key(batch_id), batch_failed_key(batch_id),
+      batch_cancelable_key(batch_id))
+  end
+  if #batches > 0 then
+    redis.call('ZREM', batches_completed_key(), unpack(batches))
   end
 end
 
