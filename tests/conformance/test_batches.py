@@ -31,6 +31,7 @@ from workpool.backends.base import (
     CompletionHook,
     Enqueued,
     Finish,
+    FinishStatus,
     NewBatch,
     NewRun,
     StepRecord,
@@ -64,7 +65,7 @@ async def start_batch(
     return batch_id, [run.id for run in runs]
 
 
-async def end_each(backend: Backend, now: float, statuses: list[str]) -> None:
+async def end_each(backend: Backend, now: float, statuses: list[FinishStatus]) -> None:
     """Claim as many runs as ``statuses`` and finish them so, in claim order."""
     result = await claim(backend, now, limit=len(statuses))
     finishes = [
