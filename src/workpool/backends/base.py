@@ -198,7 +198,12 @@ class Backend(Protocol):
     """Storage and every state transition of runs. Implementations: sqlite, redis."""
 
     async def enqueue(
-        self, runs: Sequence[NewRun], now: float, *, batch: NewBatch | None = None
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
     ) -> list[Enqueued]:
         """Store runs, all in ONE atomic operation; results in input order.
 
@@ -216,9 +221,11 @@ class Backend(Protocol):
         one (else ValueError). With ``batch``, it is created with the runs (their
         ``batch_id`` must be its id; ValueError if a batch of that id exists); closed and
         without runs stored, it completes at once. Without ``batch``, the runs are added
-        to their batch, which must exist (else ``BatchNotFoundError``) and be open (else
-        ``BatchClosedError``); nothing is written when either is raised. ``total`` grows
-        by the runs stored (not those an idempotency key or existing id found).
+        to their batch, which must exist (else ``BatchNotFoundError``) and be open, or
+        closed but ``added_by`` a run of it that has not ended (which keeps it from
+        completing: a run adding to its own batch), else ``BatchClosedError``; nothing is
+        written when either is raised. ``total`` grows by the runs stored (not those an
+        idempotency key or existing id found).
         """
         ...
 

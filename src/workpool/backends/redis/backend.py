@@ -137,12 +137,17 @@ class RedisBackend:
         return backend
 
     async def enqueue(
-        self, runs: Sequence[NewRun], now: float, *, batch: NewBatch | None = None
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
     ) -> list[Enqueued]:
         check_new_runs(runs, now)
         batch_id = check_batch(runs, batch)
         if batch_id is not None:
-            found = await self._enqueue_batch(batch_id, batch, runs, now)
+            found = await self._enqueue_batch(batch_id, batch, added_by, runs, now)
         elif runs:
             found = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
         else:
@@ -150,21 +155,27 @@ class RedisBackend:
         return [self._enqueued(run, position, found) for position, run in enumerate(runs)]
 
     async def _enqueue_batch(
-        self, batch_id: str, batch: NewBatch | None, runs: Sequence[NewRun], now: float
+        self,
+        batch_id: str,
+        batch: NewBatch | None,
+        added_by: str | None,
+        runs: Sequence[NewRun],
+        now: float,
     ) -> dict[int, str | None]:
         """enqueue_batch.lua's runs not created; the refusals it reports raised."""
-        mode, callback = "add", ""
+        mode, detail = "add", added_by or ""
         if batch is not None:
             mode = "open" if batch.open else "closed"
-            callback = "" if batch.callback is None else codec.encode_hook(batch.callback)
+            detail = "" if batch.callback is None else codec.encode_hook(batch.callback)
         found = await self._scripts.enqueue_batch(
-            codec.seconds(now), batch_id, mode, callback, codec.encode_runs(runs, now)
+            codec.seconds(now), batch_id, mode, detail, codec.encode_runs(runs, now)
         )
         if found == "not_found":
             raise BatchNotFoundError(f"no batch with id {batch_id!r} exists; nothing was stored")
         if found == "closed":
             raise BatchClosedError(
-                f"batch {batch_id} is closed: no runs may be added to it; nothing was stored"
+                f"batch {batch_id} is closed: only its own runs may add to it, while they "
+                "run; nothing was stored"
             )
         if isinstance(found, str):
             raise ValueError(f"batch {batch_id} exists already; nothing was written")

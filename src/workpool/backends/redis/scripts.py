@@ -107,12 +107,13 @@ class Scripts:
         return _not_created(await self._enqueue([now, *runs]))
 
     async def enqueue_batch(
-        self, now: str, batch_id: str, mode: str, callback: str, runs: Sequence[str]
+        self, now: str, batch_id: str, mode: str, detail: str, runs: Sequence[str]
     ) -> str | dict[int, str | None]:
         """The runs not created, as ``enqueue`` returns them; or, when nothing was
         written, why: 'not_found', 'closed' or 'exists'. ``mode``: 'add', 'open' or
-        'closed'; ``callback``: a new batch's hook JSON text, or ''."""
-        reply = await self._enqueue_batch([now, batch_id, mode, callback, *runs])
+        'closed'; ``detail``: adding, the id of the run of the batch that adds, or '';
+        creating, the new batch's hook JSON text, or ''."""
+        reply = await self._enqueue_batch([now, batch_id, mode, detail, *runs])
         if reply[0] != "stored":
             return str(reply[0])
         return _not_created(reply[1:])

@@ -84,11 +84,16 @@ class SQLiteBackend:
         return result
 
     async def enqueue(
-        self, runs: Sequence[NewRun], now: float, *, batch: NewBatch | None = None
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
     ) -> list[Enqueued]:
         """See ``Backend.enqueue``; done by the event loop itself when it can start at once."""
         return await self._transact(
-            lambda operations: operations.enqueue(runs, now, batch), inline=True
+            lambda operations: operations.enqueue(runs, now, batch, added_by), inline=True
         )
 
     async def get_batch(self, batch_id: str) -> BatchRecord | None:

@@ -534,6 +534,10 @@ LIMIT 1;
 -- A later enqueue's :input and start :available_at replace those of debounced run :id.
 UPDATE runs SET input = :input, available_at = :available_at WHERE id = :id;
 
+-- name: run_batch
+-- The batch of run :id and whether the run has ended (no row: no such run).
+SELECT batch_id, status IN ('succeeded', 'failed', 'canceled') AS ended FROM runs WHERE id = :id;
+
 -- name: create_batch
 -- Store batch :id at :now with :total runs; :open 1 or 0, :callback JSON text or NULL.
 INSERT INTO batches (id, created_at, total, open, callback)

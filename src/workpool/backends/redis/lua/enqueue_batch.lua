@@ -4,9 +4,11 @@
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
 -- ARGV[2]  the batch id
--- ARGV[3]  'add': add the runs to the batch, which must exist and be open; 'open' or
---          'closed': create the batch so (it must not exist)
--- ARGV[4]  with 'open' or 'closed': JSON text of its callback hook (see hooks.lua), or ''
+-- ARGV[3]  'add': add the runs to the batch, which must exist and be open, or be closed
+--          and added to by an unfinished run of its own; 'open' or 'closed': create the
+--          batch so (it must not exist)
+-- ARGV[4]  'add': the id of the run of the batch that adds, or ''; 'open' or 'closed':
+--          JSON text of its callback hook (see hooks.lua), or ''
 -- ARGV[5..] RUN_FIELDS values per run (see library/enqueueing.lua)
 --
 -- Returns { 'not_found' } or { 'closed' } (adding), { 'exists' } (creating), writing
@@ -15,7 +17,7 @@
 -- batch whose runs were all found already completes at once. An error reply, writing
 -- nothing, if a number is bad (arguments.lua).
 
-local now, batch_id, mode, callback = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now, batch_id, mode, detail = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local runs, refused = (#ARGV - 4) / RUN_FIELDS, bad_now()
 for position = 1, runs do
   refused = refused or bad_new_run(5 + (position - 1) * RUN_FIELDS)
@@ -23,8 +25,13 @@ end
 if refused then return refused end
 local key = batch_key(batch_id)
 local open = redis.call('HGET', key, 'open')
+-- Whether the run adding is a run of the batch that has not ended (it keeps it pending).
+local function added_by_own_run()
+  local adder = detail ~= '' and redis.call('HMGET', run_key(detail), 'status', 'batch')
+  return adder and adder[2] == batch_id and not TERMINAL[adder[1]]
+end
 if mode == 'add' and not open then return { 'not_found' } end
-if mode == 'add' and open ~= '1' then return { 'closed' } end
+if mode == 'add' and open ~= '1' and not added_by_own_run() then return { 'closed' } end
 if mode ~= 'add' and open then return { 'exists' } end
 local ids = {}
 for position = 1, runs do ids[position] = ARGV[5 + (position - 1) * RUN_FIELDS] end
@@ -53,9 +60,9 @@ end
 local batch = { tostring(created), '0', '0', '0', mode == 'open' and '1' or '0', false, false }
 local fields = { 'created_at', now, 'total', batch[1], 'succeeded', '0', 'failed', '0',
   'canceled', '0', 'open', batch[5] }
-if callback ~= '' then
-  batch[6] = callback
-  fields[#fields + 1], fields[#fields + 2] = 'callback', callback
+if detail ~= '' then
+  batch[6] = detail
+  fields[#fields + 1], fields[#fields + 2] = 'callback', detail
 end
 redis.call('HSET', key, unpack(fields))
 complete_if_done(batch_id, batch, now)

@@ -25,9 +25,12 @@ from workpool.errors import BatchClosedError, BatchNotFoundError
 class Batches(Admission):
     """A batch's record, kept in step with its runs in the transactions that move them."""
 
-    def _batch_of(self, runs: Sequence[NewRun], batch: NewBatch | None) -> str | None:
+    def _batch_of(
+        self, runs: Sequence[NewRun], batch: NewBatch | None, added_by: str | None
+    ) -> str | None:
         """The batch the runs of an enqueue join (None: none), checked before anything
-        is written: a new one must not exist, an existing one must be open."""
+        is written: a new one must not exist; an existing one must be open, or be added
+        to by an unfinished run of its own."""
         batch_id = check_batch(runs, batch)
         if batch_id is None:
             return None
@@ -36,11 +39,19 @@ class Batches(Admission):
             raise ValueError(f"batch {batch_id} exists already; nothing was written")
         if batch is None and row is None:
             raise BatchNotFoundError(f"no batch with id {batch_id!r} exists; nothing was stored")
-        if batch is None and not records.flag(row, "open"):
+        if batch is None and not records.flag(row, "open") and not self._adds(added_by, batch_id):
             raise BatchClosedError(
-                f"batch {batch_id} is closed: no runs may be added to it; nothing was stored"
+                f"batch {batch_id} is closed: only its own runs may add to it, while they "
+                "run; nothing was stored"
             )
         return batch_id
+
+    def _adds(self, run_id: str | None, batch_id: str) -> bool:
+        """Whether ``run_id`` names an unfinished run of the batch."""
+        if run_id is None:
+            return False
+        row = self._execute("run_batch", id=run_id).fetchone()
+        return row is not None and row["batch_id"] == batch_id and not records.flag(row, "ended")
 
     def _stored_in_batch(
         self, batch_id: str, batch: NewBatch | None, stored: Sequence[Enqueued], now: float

@@ -16,12 +16,16 @@ class Enqueueing(Batches):
     """``enqueue``, and the storing of one run that ``save_step`` uses for a child."""
 
     def enqueue(
-        self, runs: Sequence[NewRun], now: float, batch: NewBatch | None = None
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
     ) -> list[Enqueued]:
         """Store runs, honouring idempotency keys, debounce and existing ids; with their
         batch, if they have one."""
         check_new_runs(runs, now)
-        batch_id = self._batch_of(runs, batch)
+        batch_id = self._batch_of(runs, batch, added_by)
         stored = [self._enqueue_one(run, now) for run in runs]
         if batch_id is not None:
             self._stored_in_batch(batch_id, batch, stored, now)
