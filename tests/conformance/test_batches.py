@@ -429,3 +429,31 @@ async def test_purge_deletes_completed_batches_after_the_retention(
     assert await backend.get_batch(done) is None
     assert await backend.get_batch(pending) is not None
     assert await backend.get_batch(open_batch) is not None
+
+
+async def test_a_run_of_a_closed_batch_adds_to_it_while_it_runs(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    batch_id, (run_id,) = await start_batch(backend, now, 1)
+    _, (stranger,) = await start_batch(backend, now, 1, queue="elsewhere")
+    held = await claim_one(backend, now)
+    assert held.lease.run_id == run_id
+
+    added = in_batch(batch_id, 2, now)
+    stored = await backend.enqueue(added, now, added_by=run_id)
+
+    assert stored == [Enqueued(run.id, True) for run in added]
+    for adder in (None, stranger, "no-such-run"):
+        refused = in_batch(batch_id, 1, now)
+        with pytest.raises(BatchClosedError):
+            await backend.enqueue(refused, now, added_by=adder)
+        assert await backend.get_run(refused[0].id) is None
+    assert await backend.finish([Finish(held.lease, "succeeded", output="1")], now + 1) == [True]
+    with pytest.raises(BatchClosedError):  # it has ended: it adds no more
+        await backend.enqueue(in_batch(batch_id, 1, now), now + 1, added_by=run_id)
+    assert await backend.get_run(f"{batch_id}-complete") is None
+
+    await end_each(backend, now + 2, ["succeeded", "failed"])
+    summary = await callback_input(backend, batch_id)
+    assert (summary["total"], summary["succeeded"], summary["failed"]) == (3, 2, 1)
