@@ -1,9 +1,10 @@
 """One of the processes that enqueue debounced runs at once (test_batch_processes).
 
 ``python -m tests.integration.debounce_enqueuer ROLE START BURSTS``: at START + 3 s *
-burst (seconds since the epoch), enqueues 20 debounced runs of ``refresh`` 5 ms apart;
-role ``last`` then enqueues one more, marked final, 0.2 s after its 20th. Each enqueue
-logs ``enqueued ROLE BURST SEQUENCE RUN_ID`` (the run its enqueue collapsed into).
+burst (seconds since the epoch), role ``first`` enqueues 10 debounced runs of
+``refresh`` 5 ms apart, and role ``last`` 20, then one more, marked final, 0.4 s after
+its 20th (when ``first`` is done). Each enqueue logs ``enqueued ROLE BURST SEQUENCE
+RUN_ID`` (the run its enqueue collapsed into).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ BURST_EVERY = 3.0
 
 
 async def burst(role: str, number: int) -> None:
-    for sequence in range(20):
+    for sequence in range(20 if role == "last" else 10):
         change = {"role": role, "burst": number, "sequence": sequence}
         handle = await refresh.run(change, debounce=WINDOW, debounce_key="catalog")
         log("enqueued", role, number, sequence, handle.id)
         await asyncio.sleep(0.005)
     if role == "last":
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.4)
         change = {"role": role, "burst": number, "sequence": "final"}
         handle = await refresh.run(change, debounce=WINDOW, debounce_key="catalog")
         log("enqueued", role, number, "final", handle.id)

@@ -94,7 +94,7 @@ async def test_debounced_enqueues_from_two_processes_make_one_run_per_quiet_wind
     await asyncio.sleep(1.5)  # a second run of a window, if there were one, would run by now
 
     enqueued = workers.lines("enqueued")
-    assert len(enqueued) == bursts * 41
+    assert len(enqueued) == bursts * 31
     runs_of_burst: dict[int, set[str]] = collections.defaultdict(set)
     for _role, burst, _sequence, enqueued_id in enqueued:
         runs_of_burst[int(burst)].add(enqueued_id)
