@@ -12,13 +12,13 @@
 -- leaves it, by its cancel or here, so callers that repeat until 0 end.
 
 local now, batch_id, limit, reason = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-if redis.call('EXISTS', batch_key(batch_id)) == 0 then
+if redis.call('EXISTS', batches().key(batch_id)) == 0 then
   return -1
 end
 if limit <= 0 then
   return 0
 end
-local key = batch_cancelable_key(batch_id)
+local key = batches().cancelable_key(batch_id)
 flush_key(key)
 local done = 0
 for _, run_id in ipairs(redis.call('ZRANGE', key, 0, limit - 1)) do

@@ -9,14 +9,15 @@
 -- Closing a closed batch changes nothing.
 
 local now, batch_id = ARGV[1], ARGV[2]
-local key = batch_key(batch_id)
-local batch = redis.call('HMGET', key, unpack(BATCH_FIELDS))
+local b = batches()
+local key = b.key(batch_id)
+local batch = redis.call('HMGET', key, unpack(b.FIELDS))
 if not batch[1] then
   return nil
 end
 if batch[5] == '1' then
   batch[5] = '0'
   redis.call('HSET', key, 'open', '0')
-  complete_if_done(batch_id, batch, now)
+  b.complete_if_done(batch_id, batch, now)
 end
 return redis.call('HGETALL', key)

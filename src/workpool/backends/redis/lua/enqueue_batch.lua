@@ -23,7 +23,8 @@ for position = 1, runs do
   refused = refused or bad_new_run(5 + (position - 1) * RUN_FIELDS)
 end
 if refused then return refused end
-local key = batch_key(batch_id)
+local b = batches()
+local key = b.key(batch_id)
 local open = redis.call('HGET', key, 'open')
 -- Whether the run adding is a run of the batch that has not ended (it keeps it pending).
 local function added_by_own_run()
@@ -44,7 +45,7 @@ for position = 1, runs do
   local existing, to_wake = enqueue_one(parsed, now)
   if existing == nil then
     created = created + 1
-    zadd_later(batch_cancelable_key(batch_id), 0, run.id)
+    zadd_later(b.cancelable_key(batch_id), 0, run.id)
     if to_wake then
       wake(run.queue, run.workflow)
     end
@@ -65,5 +66,5 @@ if detail ~= '' then
   fields[#fields + 1], fields[#fields + 2] = 'callback', detail
 end
 redis.call('HSET', key, unpack(fields))
-complete_if_done(batch_id, batch, now)
+b.complete_if_done(batch_id, batch, now)
 return reply

@@ -39,14 +39,14 @@ if limit > 0 then
 end
 
 if limit > 0 then
-  local batches = redis.call('ZRANGEBYSCORE', batches_completed_key(), '-inf',
+  local b = batches()
+  local completed = redis.call('ZRANGEBYSCORE', b.completed_key(), '-inf',
     '(' .. finished_before, 'LIMIT', 0, limit)
-  for _, batch_id in ipairs(batches) do
-    redis.call('DEL', batch_key(batch_id), batch_failed_key(batch_id),
-      batch_cancelable_key(batch_id))
+  for _, batch_id in ipairs(completed) do
+    redis.call('DEL', b.key(batch_id), b.failed_key(batch_id), b.cancelable_key(batch_id))
   end
-  if #batches > 0 then
-    redis.call('ZREM', batches_completed_key(), unpack(batches))
+  if #completed > 0 then
+    redis.call('ZREM', b.completed_key(), unpack(completed))
   end
 end
 

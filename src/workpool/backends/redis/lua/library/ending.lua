@@ -64,7 +64,7 @@ local function end_run(run_id, run, status, now, fields)
       notify_parent(run_id, parent_id, parent_step, status, stored, now)
     end
   end
-  if run.batch then batch_run_ended(run.batch, run_id, status, now) end
+  if run.batch then batches().run_ended(run.batch, run_id, status, now) end
   if status == 'canceled' and has_steps == '1' then
     return cancel_awaited_children(run_id, now)
   end
@@ -93,7 +93,7 @@ cancel_one = function(run_id, reason, now)
   if status == 'running' then
     -- A cancel-requested run is no longer selectable by cancel_many (or cancel_batch).
     zrem_later(workflow_cancelable_key(run[3]), run_id)
-    if run.batch then zrem_later(batch_cancelable_key(run.batch), run_id) end
+    if run.batch then zrem_later(batches().cancelable_key(run.batch), run_id) end
     return 'requested', 1
   end
   return 'canceled', 1 + end_run(run_id, run, 'canceled', now, {})

@@ -78,7 +78,7 @@ local function enqueue_one(parsed, now)
   if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
     return false
   end
-  local pending = run.debounce and collapse_debounced(run, now)
+  local pending = run.debounce and debouncing().collapse(run, now)
   if pending then
     return pending
   end
@@ -89,7 +89,7 @@ local function enqueue_one(parsed, now)
     redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)
   end
   if run.debounce then
-    remember_debounced(run, now)
+    debouncing().remember(run, now)
   end
   absent_ids[run.id] = nil  -- stored now (existing.lua)
   return nil, store_run(run, now)
