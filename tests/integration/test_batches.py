@@ -80,6 +80,7 @@ async def test_a_run_adds_to_its_own_closed_batch(pool: Workpool) -> None:
     )
     async with fast_worker(pool):
         status = await batch.wait(timeout=20)
+        assert await pool.handle(f"{batch.id}-complete").result(timeout=20) == "2/3"
     assert (status.total, status.succeeded, status.failed) == (3, 2, 1)
     assert len(flows["summaries"]) == 1
 
