@@ -69,7 +69,9 @@ HOT_QUERIES = (
     "add_counters",
     "rerun_source",
     "pending_debounced",
+    "remember_debounced",
     "collapse_debounced",
+    "join_batch",
     "get_batch",
     "count_in_batch",
     "batch_run_ended",
@@ -142,8 +144,7 @@ SAMPLE_PARAMETERS = {
     "priority": 0,
     "rank_offset": 0.0,
     "batch_id": "batch-1",
-    "debounce_key": None,
-    "debounce_until": None,
+    "until": None,
     "position": 1,
     "count": 2,
     "callback_run_id": None,
@@ -170,7 +171,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
     assert version == load_migrations()[-1].version == 10
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
-    assert {"batches", "batch_failures", "runs_of_batch", "runs_debounced"} <= tables
+    assert {"batches", "batch_failures", "runs_of_batch", "debounces"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
@@ -241,6 +242,7 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
         "count_admitted",
         "add_counters",
         "note_batch_failure",
+        "remember_debounced",
     ):  # upserts
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
@@ -280,9 +282,9 @@ def test_claims_and_gates_read_runs_in_rank_order_from_their_index() -> None:
         assert not [step for step in plan if "TEMP B-TREE" in step], plan
 
 
-def test_batches_and_debounce_read_their_partial_indexes() -> None:
-    """A batch's cancelable runs and a debounced run's predecessor are one seek of an index
-    that holds only runs with a batch, or with a debounce key."""
+def test_batches_and_debounce_read_their_own_indexes() -> None:
+    """A batch's cancelable runs are one seek of an index that holds only runs with a
+    batch; a debounced run's predecessor, of the debounce table's key, then of the run."""
     connection = _migrated(sqlite3.connect(":memory:"))
 
     def plan(name: str) -> list[str]:
@@ -291,7 +293,8 @@ def test_batches_and_debounce_read_their_partial_indexes() -> None:
 
     assert plan("cancelable_in_batch") == ["SEARCH runs USING INDEX runs_of_batch (batch_id=?)"]
     assert plan("pending_debounced") == [
-        "SEARCH runs USING INDEX runs_debounced (workflow=? AND debounce_key=?)"
+        "SEARCH debounces USING PRIMARY KEY (workflow=? AND key=?)",
+        "SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)",
     ]
 
 

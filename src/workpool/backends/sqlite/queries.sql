@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, batch_id, debounce_key, debounce_until
+    rank_offset
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset, :batch_id, :debounce_key, :debounce_until
+    :priority, :rank_offset
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -523,12 +523,17 @@ DELETE FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 DELETE FROM counters WHERE minute < :before;
 
 -- name: pending_debounced
--- The run of (:workflow, :key) still in its debounce window at :now (scheduled for its
--- first attempt, no rate reservation, not yet due), if any.
-SELECT id, queue, debounce_until FROM runs
-WHERE workflow = :workflow AND debounce_key = :key AND status = 'scheduled'
-    AND attempts = 0 AND rate_reserved = 0 AND available_at > :now
-LIMIT 1;
+-- The run last enqueued with debounce key (:workflow, :key) if it is still in its window
+-- at :now (scheduled for its first attempt, no rate reservation, not yet due).
+SELECT runs.id, runs.queue, debounces.until FROM debounces
+JOIN runs ON runs.id = debounces.run_id
+WHERE debounces.workflow = :workflow AND debounces.key = :key AND runs.status = 'scheduled'
+    AND runs.attempts = 0 AND runs.rate_reserved = 0 AND runs.available_at > :now;
+
+-- name: remember_debounced
+-- Make run :run_id the run of debounce key (:workflow, :key), its latest start :until.
+INSERT INTO debounces (workflow, key, run_id, until) VALUES (:workflow, :key, :run_id, :until)
+ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, until = excluded.until;
 
 -- name: collapse_debounced
 -- A later enqueue's :input and start :available_at replace those of debounced run :id.
@@ -553,6 +558,10 @@ FROM batches WHERE id = :id;
 -- name: count_in_batch
 -- Add :count runs to the total of batch :id.
 UPDATE batches SET total = total + :count WHERE id = :id;
+
+-- name: join_batch
+-- Put the runs of the :ids JSON array in batch :batch_id.
+UPDATE runs SET batch_id = :batch_id WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: batch_run_ended
 -- Count a run of batch :id that ended in :status; returns the batch as now stored.

@@ -5,6 +5,7 @@ a completion enqueues the same way. See "Batches" in ``backends/base.py``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 
@@ -56,8 +57,12 @@ class Batches(Admission):
     def _stored_in_batch(
         self, batch_id: str, batch: NewBatch | None, stored: Sequence[Enqueued], now: float
     ) -> None:
-        """Count the runs an enqueue stored in its batch (creating it, if new)."""
-        created = sum(outcome.created for outcome in stored)
+        """Put the runs an enqueue stored in its batch and count them (creating it, if
+        new)."""
+        ids = [outcome.run_id for outcome in stored if outcome.created]
+        created = len(ids)
+        if ids:
+            self._execute("join_batch", batch_id=batch_id, ids=json.dumps(ids))
         if batch is None:
             self._execute("count_in_batch", id=batch_id, count=created)
             return
@@ -134,9 +139,6 @@ class Batches(Admission):
             timeout=None,
             priority=hook.priority,
             rank_offset=hook.rank_offset,
-            batch_id=None,
-            debounce_key=None,
-            debounce_until=None,
         )
         if inserted.rowcount:
             self.woken.add(hook.queue)

@@ -74,26 +74,34 @@ class Enqueueing(Batches):
             timeout=run.timeout,
             priority=run.priority,
             rank_offset=run.rank_offset,
-            batch_id=run.batch_id,
-            debounce_key=run.debounce_key,
-            debounce_until=run.debounce_until,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)
-        if key is not None:
-            expires_at = now + run.idempotency_ttl
-            self._execute(
-                "remember_idempotency_key",
-                workflow=run.workflow,
-                key=key,
-                run_id=run.id,
-                expires_at=expires_at,
-            )
+        self._remember(run, now)
         if status == "queued":
             self._became_queued(run, gate, now)
         else:
             self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
+
+    def _remember(self, run: NewRun, now: float) -> None:
+        """A run just stored holds its idempotency key, and is its debounce key's run."""
+        if run.idempotency_key is not None:
+            self._execute(
+                "remember_idempotency_key",
+                workflow=run.workflow,
+                key=run.idempotency_key,
+                run_id=run.id,
+                expires_at=now + run.idempotency_ttl,
+            )
+        if run.debounce_key is not None:
+            self._execute(
+                "remember_debounced",
+                workflow=run.workflow,
+                key=run.debounce_key,
+                run_id=run.id,
+                until=run.debounce_until,
+            )
 
     def _collapse(self, run: NewRun, now: float) -> str | None:
         """If the run of (workflow, debounce key) is still in its window, give it this
@@ -104,7 +112,7 @@ class Enqueueing(Batches):
         if row is None:
             return None
         run_id = records.text(row, "id")
-        until = records.optional_number(row, "debounce_until")
+        until = records.optional_number(row, "until")
         start = run.available_at if until is None else min(run.available_at, until)
         self._execute("collapse_debounced", id=run_id, input=run.input, available_at=start)
         self.woken.add(records.text(row, "queue"))  # its workers may wake at another time
