@@ -244,8 +244,9 @@ class Backend(Protocol):
     ) -> int | None:
         """Cancel up to ``limit`` unfinished runs of a batch in ONE operation, smallest
         id first, each as ``cancel`` does (running ones not already cancel-requested
-        get a request); return how many runs changed (children canceled along count),
-        or None if there is no such batch. Callers repeat until it returns 0."""
+        get a request); return how many were canceled or cancel-requested (the count may
+        include children canceled along with them), or None if there is no such batch.
+        Callers repeat until it returns 0."""
         ...
 
     async def claim(

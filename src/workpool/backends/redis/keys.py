@@ -19,7 +19,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            run with rate limits: rate (JSON text of
                                            [[limiter id, count, per], ...]) and
                                            rate_reserved ('1' while it is scheduled at a
-                                           start it reserved, not yet used)
+                                           start it reserved, not yet used); batch (its
+                                           batch id), debounce_until (a debounced run's
+                                           latest start), when it has them
     {p}:run:<run id>:steps                 hash: step name -> JSON text of the step
                                            (kind, status, attempts, output, error,
                                            child_run_id; times as decimal strings)
