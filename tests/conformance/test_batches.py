@@ -457,3 +457,20 @@ async def test_a_run_of_a_closed_batch_adds_to_it_while_it_runs(
     await end_each(backend, now + 2, ["succeeded", "failed"])
     summary = await callback_input(backend, batch_id)
     assert (summary["total"], summary["succeeded"], summary["failed"]) == (3, 2, 1)
+
+
+async def test_a_rerun_is_not_in_the_batch_of_the_run_it_copies(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    batch_id, (run_id,) = await start_batch(backend, now, 1)
+    await end_each(backend, now, ["failed"])
+
+    rerun = await backend.rerun(run_id, new_id(), now + 2)
+
+    assert rerun.run_id is not None
+    assert (await fetch(backend, rerun.run_id)).batch_id is None
+    await end_each(backend, now + 3, ["succeeded"])
+    batch = await backend.get_batch(batch_id)
+    assert batch is not None
+    assert (batch.total, batch.failed, batch.succeeded) == (1, 1, 0)
