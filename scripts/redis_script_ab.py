@@ -10,8 +10,9 @@ redis-server's CPU time (``INFO cpu``), as the median and the minimum over the b
 On a machine others load, the minimum is the steadier figure; a block sees the same
 load for both versions only roughly, so repeat and compare several runs.
 
-Calls go through redis-py from one process; the arguments are this tree's codec (the
-argument format did not change between the versions compared in issue 15).
+Calls go through redis-py from one process; the arguments are this tree's codec, each
+run's enqueue fields cut to the count the other version's scripts read (issue 17 added
+two at the end; the format did not change otherwise since issue 15).
 """
 
 from __future__ import annotations
@@ -41,16 +42,28 @@ try:
     from workpool.backends.redis.sources import script_source
 except ImportError:  # before sources.py
     script_source = scripts.script_source
-print(json.dumps({name: script_source(name) for name in OPERATIONS}))
+from workpool.backends.redis import codec
+sources = {name: script_source(name) for name in OPERATIONS}
+print(json.dumps({"sources": sources, "run_fields": codec.RUN_FIELDS}))
 """.replace("OPERATIONS", repr(OPERATIONS))
 
 
-def sources(tree: str) -> dict[str, str]:
-    """The enqueue, claim and finish script sources of the workpool at ``tree``."""
+def sources(tree: str) -> tuple[dict[str, str], int]:
+    """The enqueue, claim and finish script sources of the workpool at ``tree``, and
+    how many fields its enqueue script reads per run."""
     command = [sys.executable, "-c", DUMP, str(Path(tree).resolve() / "src")]
-    output = subprocess.check_output(command)
-    loaded: dict[str, str] = json.loads(output)
-    return loaded
+    loaded: dict[str, Any] = json.loads(subprocess.check_output(command))
+    return loaded["sources"], int(loaded["run_fields"])
+
+
+def enqueue_arguments(runs: list[NewRun], now: float, fields: int) -> list[str]:
+    """This tree's enqueue arguments, each run's cut to ``fields``."""
+    encoded = codec.encode_runs(runs, now)
+    return [
+        value
+        for start in range(0, len(encoded), codec.RUN_FIELDS)
+        for value in encoded[start : start + fields]
+    ]
 
 
 class Costs:
@@ -67,17 +80,22 @@ class Costs:
 
 
 def block(
-    client: redis.Redis, shas: dict[str, str], tag: str, runs: int, batch: int, first_id: int
+    client: redis.Redis,
+    version: tuple[dict[str, str], int],
+    tag: str,
+    runs: int,
+    batch: int,
+    first_id: int,
 ) -> list[tuple[float, float]]:
     """Enqueue, claim and finish ``runs`` runs; per operation (EVALSHA us, CPU us) per run."""
-    costs, now = Costs(client), time.time()
+    (shas, fields), costs, now = version, Costs(client), time.time()
     marks = [costs.now()]
     for start in range(first_id, first_id + runs, batch):
         new = [
             NewRun(id=f"r{n}", workflow="noop", queue="default", input="1", available_at=now)
             for n in range(start, start + batch)
         ]
-        client.evalsha(shas["enqueue"], 1, tag, repr(now), *codec.encode_runs(new, now))
+        client.evalsha(shas["enqueue"], 1, tag, repr(now), *enqueue_arguments(new, now, fields))
     marks.append(costs.now())
     rows = []
     for _ in range(0, runs, batch):
@@ -110,17 +128,17 @@ def main() -> None:
     results: dict[str, list[list[tuple[float, float]]]] = {name: [] for name in trees}
     with RedisServer() as server:
         client = redis.Redis.from_url(server.url, decode_responses=True)
-        shas = {
-            name: {op: client.script_load(text) for op, text in sources(tree).items()}
-            for name, tree in trees.items()
-        }
+        versions = {}
+        for name, tree in trees.items():
+            texts, fields = sources(tree)
+            versions[name] = ({op: client.script_load(text) for op, text in texts.items()}, fields)
         first_id = 0
         for round_number in range(options.rounds):
             order = list(trees) if round_number % 2 == 0 else list(trees)[::-1]
             for name in order:
                 tag = "{" + name + "}"
                 results[name].append(
-                    block(client, shas[name], tag, options.block, options.batch, first_id)
+                    block(client, versions[name], tag, options.block, options.batch, first_id)
                 )
                 first_id += options.block
     print(f"per run, {options.batch} run(s) per call: median (min) over {options.rounds} blocks")

@@ -2,12 +2,15 @@
 
 from workpool.app import Workpool
 from workpool.backends.base import QueueSettings, WorkerRecord
+from workpool.batches import Batch
 from workpool.cron import Cron
 from workpool.definitions import PreparedRun, Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
 from workpool.engine.steps import Steps
 from workpool.errors import (
     BackendUnavailableError,
+    BatchClosedError,
+    BatchNotFoundError,
     ConfigurationError,
     CorruptRecordError,
     DuplicateStepError,
@@ -26,9 +29,11 @@ from workpool.errors import (
 )
 from workpool.handles import RunHandle
 from workpool.models import (
+    BatchStatus,
     Canceled,
     Failure,
     Finished,
+    OnBatchComplete,
     OnComplete,
     Pending,
     RegisteredWorkflow,
@@ -70,6 +75,10 @@ __all__ = [
     "Canceled",
     "OnComplete",
     "Step",
+    # batches
+    "Batch",
+    "BatchStatus",
+    "OnBatchComplete",
     "RunList",
     "RegisteredWorkflow",
     "Stats",
@@ -88,6 +97,8 @@ __all__ = [
     "UnservedWorkflowError",
     "RunNotFoundError",
     "RunStateError",
+    "BatchNotFoundError",
+    "BatchClosedError",
     "CorruptRecordError",
     "NonRetriableError",
     "RunFailedError",

@@ -12,6 +12,7 @@ from typing import Any
 
 from workpool.backends.base import CompletionHook, NewRun, RateLimitSpec
 from workpool.definitions import PreparedRun, RunOptions, Workflow, run_options
+from workpool.errors import ConfigurationError
 from workpool.options import RateLimit, RetryPolicy
 from workpool.registry import Registry
 from workpool.run_ids import PROCESS_RUN_IDS
@@ -28,6 +29,7 @@ from workpool.validation import (
 
 __all__ = [
     "STRICT_STEP",
+    "batch_callback",
     "build_new_run",
     "new_run_id",
     "prepare_run",
@@ -77,11 +79,21 @@ def prepare_run(
 
 
 def build_new_run(
-    registry: Registry, settings: Settings, prepared: PreparedRun, now: float
+    registry: Registry,
+    settings: Settings,
+    prepared: PreparedRun,
+    now: float,
+    *,
+    batch_id: str | None = None,
 ) -> NewRun:
     """Resolve queue, retry policy, start time and completion hooks of a prepared run:
     the one way a run is made, by the client, the engine (children) and cron (ticks)."""
     options = prepared.options
+    if batch_id is not None and options.debounce is not None:
+        raise ConfigurationError(
+            f"a run of workflow {prepared.workflow!r} in a batch cannot be debounced: the "
+            "batch counts each run it holds; drop debounce"
+        )
     definition = prepared.definition or registry.workflows.get(prepared.workflow)
     queue = options.queue
     if queue is None:
@@ -95,6 +107,10 @@ def build_new_run(
     priority = options.priority
     if priority is None:
         priority = definition.priority if definition is not None else 0
+    debounce_until = None
+    if options.debounce_max is not None:
+        most = duration_seconds(options.debounce_max, what="debounce_max", positive=True)
+        debounce_until = check_time(now + most, what="debounce_max (the latest start)")
     return NewRun(
         id=new_run_id(now),
         workflow=check_name(prepared.workflow, what="workflow name"),
@@ -113,7 +129,21 @@ def build_new_run(
         else timeout_seconds(options.timeout, what="timeout"),
         priority=priority,
         rank_offset=rank_offset(priority, registry.queue_priority_aging.get(queue)),
+        batch_id=batch_id,
+        debounce_key=None
+        if options.debounce is None
+        else options.debounce_key or prepared.workflow,
+        debounce_until=debounce_until,
     )
+
+
+def batch_callback(
+    registry: Registry, settings: Settings, on_complete: Workflow[Any, Any] | str, context: Any
+) -> CompletionHook:
+    """The completion hook a batch's ``on_complete`` becomes, with its ``context``."""
+    context_json = to_json(context, what="batch on_complete context")
+    check_size(context_json, what="batch on_complete context", limit=settings.max_payload_bytes)
+    return _hook(registry, settings, on_complete, context_json, on_failure_only=False)
 
 
 def _rate_limits(
@@ -140,6 +170,9 @@ def _available_at(options: RunOptions, now: float) -> float:
     if options.run_after is not None:
         seconds = duration_seconds(options.run_after, what="run_after")
         return check_time(now + seconds, what="run_after (the time the run may start)")
+    if options.debounce is not None:
+        window = duration_seconds(options.debounce, what="debounce", positive=True)
+        return check_time(now + window, what="debounce (the end of the run's window)")
     return now
 
 

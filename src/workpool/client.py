@@ -24,15 +24,23 @@ from workpool.backends.base import (
     Backend,
     CancelResult,
     Enqueued,
+    NewBatch,
     NewRun,
     QueueSettings,
     WorkerRecord,
     WorkflowInfo,
 )
-from workpool.builder import build_new_run, new_run_id, prepare_run
+from workpool.batches import Batch
+from workpool.builder import batch_callback, build_new_run, new_run_id, prepare_run
 from workpool.coalescing import LoopBatchers
-from workpool.decoding import registered_workflow, require_run, run_from_record, step_from_record
-from workpool.definitions import PreparedRun
+from workpool.decoding import (
+    registered_workflow,
+    require_batch,
+    require_run,
+    run_from_record,
+    step_from_record,
+)
+from workpool.definitions import PreparedRun, Workflow, check_completion
 from workpool.errors import (
     ConfigurationError,
     RunNotFoundError,
@@ -116,6 +124,12 @@ class Client:
         if not new_runs:
             return []
         stored = await self._batchers.enqueue(new_runs, now)
+        return self._handles(runs, new_runs, stored)
+
+    def _handles(
+        self, runs: Sequence[PreparedRun], new_runs: Sequence[NewRun], stored: list[Enqueued]
+    ) -> list[RunHandle[Any]]:
+        """The handles of stored runs, in order (and their log records)."""
         if client_logger.isEnabledFor(logging.INFO) and client_logger.hasHandlers():
             # (Without a handler nothing shows an INFO record: making one per run would
             # cost more than the rest of the client's work.)
@@ -124,6 +138,63 @@ class Client:
             RunHandle(self, outcome.run_id, prepared.output_adapter)
             for outcome, prepared in zip(stored, runs, strict=True)
         ]
+
+    async def batch(
+        self,
+        runs: Sequence[PreparedRun],
+        *,
+        on_complete: Workflow[Any, Any] | str | None = None,
+        context: Any = None,
+        open: bool = False,
+    ) -> Batch:
+        """Store runs (from ``Workflow.prepare``) as a batch, in one backend operation.
+
+        When the last of them ends (succeeded, failed for good or canceled),
+        ``on_complete`` (a workflow or its name) is enqueued once, in the same atomic
+        operation, with an ``OnBatchComplete`` input: the counts, the ids of the runs
+        that failed and ``context``. With ``open=True``, runs may be added
+        (``Batch.add``, ``add_to_batch``) until ``Batch.close()``; the batch completes
+        only once closed. A closed batch with no runs completes at once. A run an
+        idempotency key finds elsewhere is returned but not counted in the batch.
+        """
+        check_completion(on_complete, context)
+        now = self.settings.clock.now()
+        batch_id = new_run_id(now)
+        callback = None
+        if on_complete is not None:
+            callback = batch_callback(self.registry, self.settings, on_complete, context)
+        new_batch = NewBatch(batch_id, callback, open=bool(open))
+        return Batch(self, batch_id, await self._store_in_batch(batch_id, runs, new_batch))
+
+    async def add_to_batch(
+        self, batch_id: str, runs: Sequence[PreparedRun]
+    ) -> list[RunHandle[Any]]:
+        """Store runs in an open batch, in one operation (``Batch.add``, by id: e.g. from
+        a run of the batch, with ``ctx.batch_id``). ``BatchClosedError`` once it is
+        closed and ``BatchNotFoundError`` for an unknown id, storing nothing. Give each
+        run an idempotency key to make an add that may be repeated (a handler's, on a
+        retry) store each run once."""
+        return await self._store_in_batch(check_name(batch_id, what="batch id"), runs, None)
+
+    async def _store_in_batch(
+        self, batch_id: str, runs: Sequence[PreparedRun], new_batch: NewBatch | None
+    ) -> list[RunHandle[Any]]:
+        """One enqueue of runs with their batch (creating it with ``new_batch``). Not
+        coalesced with other enqueues: the backend may refuse it whole."""
+        now = self.settings.clock.now()
+        new_runs = [
+            build_new_run(self.registry, self.settings, run, now, batch_id=batch_id) for run in runs
+        ]
+        backend = await self.backend()
+        stored = await backend.enqueue(new_runs, now, batch=new_batch)
+        return self._handles(runs, new_runs, stored)
+
+    async def get_batch(self, batch_id: str) -> Batch:
+        """A handle on an existing batch, by id; BatchNotFoundError if there is none
+        (a completed batch is deleted by retention, with its runs)."""
+        backend = await self.backend()
+        require_batch(await backend.get_batch(batch_id), batch_id)
+        return Batch(self, batch_id)
 
     async def run_by_name(self, /, name: str, input: Any, **options: Any) -> RunHandle[Any]:
         """Enqueue a run of a workflow known by name only (defined in another codebase).
@@ -405,6 +476,9 @@ class Client:
     # -- synchronous twins (README, "Synchronous code", lists them) ------------------
 
     enqueue_many_sync = sync_twin(enqueue_many, "pool")
+    batch_sync = sync_twin(batch, "pool")
+    add_to_batch_sync = sync_twin(add_to_batch, "pool")
+    get_batch_sync = sync_twin(get_batch, "pool")
     run_by_name_sync = sync_twin(run_by_name, "pool")
     retry_run_sync = sync_twin(retry_run, "pool")
     get_run_sync = sync_twin(get_run, "pool")

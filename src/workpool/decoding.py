@@ -1,13 +1,14 @@
-"""Stored records -> values: runs, steps and registry entries as users read them."""
+"""Stored records -> values: runs, steps, batches and registry entries as users read them."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from workpool.backends.base import RunRecord, StepRecord, WorkflowInfo
-from workpool.errors import CorruptRecordError, RunNotFoundError
+from workpool.backends.base import BatchRecord, RunRecord, StepRecord, WorkflowInfo
+from workpool.errors import BatchNotFoundError, CorruptRecordError, RunNotFoundError
 from workpool.models import (
+    BatchStatus,
     Canceled,
     Failure,
     Finished,
@@ -51,6 +52,24 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         waiting=_waiting(record),
         timeout=None if record.timeout is None else timedelta(seconds=record.timeout),
         progress=_decode(record, "progress", record.progress),
+        batch_id=record.batch_id,
+    )
+
+
+def require_batch(record: BatchRecord | None, batch_id: str) -> BatchStatus:
+    """A stored batch as its status, or BatchNotFoundError."""
+    if record is None:
+        raise batch_not_found(batch_id)
+    return BatchStatus(
+        id=record.id,
+        total=record.total,
+        succeeded=record.succeeded,
+        failed=record.failed,
+        canceled=record.canceled,
+        open=record.open,
+        created_at=_time(record.created_at),
+        completed_at=None if record.completed_at is None else _time(record.completed_at),
+        callback_run_id=record.callback_run_id,
     )
 
 
@@ -61,6 +80,14 @@ def _waiting(record: RunRecord) -> str | None:
             f"{record.max_concurrency} (runs of it start as others end)"
         )
     return None
+
+
+def batch_not_found(batch_id: str) -> BatchNotFoundError:
+    """The error for a batch id that names no batch."""
+    return BatchNotFoundError(
+        f"no batch with id {batch_id!r} exists (a completed batch is deleted with its runs, "
+        "by retention)"
+    )
 
 
 def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:

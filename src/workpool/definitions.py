@@ -58,6 +58,9 @@ class RunOptions:
     context: Any = None
     timeout: timedelta | float | None = None
     priority: int | None = None
+    debounce: timedelta | float | None = None
+    debounce_key: str | None = None
+    debounce_max: timedelta | float | None = None
 
     def __post_init__(self) -> None:
         if self.priority is not None:
@@ -76,16 +79,44 @@ class RunOptions:
         self._check_completion()
         if self.timeout is not None:
             timeout_seconds(self.timeout, what="timeout")
+        if self.debounce is not None or self.debounce_key is not None:
+            self._check_debounce()
+        elif self.debounce_max is not None:
+            raise ConfigurationError("debounce_max bounds a debounce: give debounce=... too")
+
+    def _check_debounce(self) -> None:
+        if self.debounce is None:
+            raise ConfigurationError("debounce_key names a debounce: give debounce=... too")
+        window = duration_seconds(self.debounce, what="debounce", positive=True)
+        if self.debounce_key is not None:
+            check_name(self.debounce_key, what="debounce_key")
+        if self.debounce_max is not None:
+            most = duration_seconds(self.debounce_max, what="debounce_max", positive=True)
+            if most < window:
+                raise ConfigurationError(
+                    f"debounce_max ({most:g} s) is shorter than the debounce window "
+                    f"({window:g} s); give at least the window"
+                )
+        if self.run_at is not None or self.run_after is not None:
+            raise ConfigurationError(
+                "a debounced run starts when its window has been quiet: give debounce or "
+                "run_at/run_after, not both"
+            )
+        if self.idempotency_key is not None:
+            raise ConfigurationError(
+                "give debounce or idempotency_key, not both: a debounced run takes the last "
+                "input of its window, an idempotency key keeps the first run"
+            )
 
     def _check_completion(self) -> None:
         if self.retry is not None and not isinstance(self.retry, bool | RetryPolicy):
             raise ConfigurationError(
                 f"retry must be True, False, a RetryPolicy or None, got {self.retry!r}"
             )
-        _check_completion(self.on_complete, self.context)
+        check_completion(self.on_complete, self.context)
 
 
-def _check_completion(on_complete: object, context: object) -> None:
+def check_completion(on_complete: object, context: object) -> None:
     """Refuse an ``on_complete`` that is neither a workflow nor its name, or a
     ``context`` without one."""
     if context is not None and on_complete is None:
@@ -273,6 +304,9 @@ class Workflow(Generic[InputT, OutputT]):
         context: Any = None,
         timeout: timedelta | float | None = None,
         priority: int | None = None,
+        debounce: timedelta | float | None = None,
+        debounce_key: str | None = None,
+        debounce_max: timedelta | float | None = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -294,6 +328,14 @@ class Workflow(Generic[InputT, OutputT]):
                 seconds), instead of the workflow's ``timeout``.
             priority: a whole number from -100 to 100, higher first within a queue;
                 None uses the workflow's ``priority`` (default 0).
+            debounce: a window (timedelta or seconds): the run starts once no other run
+                with its ``debounce_key`` was enqueued for that long; such runs enqueued
+                meanwhile collapse into it, with the last input (the handle is of that
+                one run). Not with ``run_at``, ``run_after`` or ``idempotency_key``.
+            debounce_key: whose enqueues collapse (default: the workflow's name, one
+                debounced run per workflow).
+            debounce_max: the longest a debounced run waits from its first enqueue,
+                however often more come (default: no limit).
         """
         prepared = self.prepare(
             input,
@@ -307,6 +349,9 @@ class Workflow(Generic[InputT, OutputT]):
             context=context,
             timeout=timeout,
             priority=priority,
+            debounce=debounce,
+            debounce_key=debounce_key,
+            debounce_max=debounce_max,
         )
         handles = await self.client.enqueue_many([prepared])
         return handles[0]

@@ -7,6 +7,8 @@
     ├── UnknownWorkflowError        no workflow of that name is registered here
     ├── UnservedWorkflowError       a run waited too long for a worker defining its workflow
     ├── RunNotFoundError            no run with that id
+    ├── BatchNotFoundError          no batch with that id
+    ├── BatchClosedError            runs added to a batch that was closed
     ├── CorruptRecordError          a stored record cannot be read back
     ├── RunFailedError              RunHandle.result(): the run ended failed
     ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
@@ -52,6 +54,16 @@ class UnservedWorkflowError(WorkpoolError):
 
 class RunNotFoundError(WorkpoolError):
     """No run with that id exists (it may have been deleted by retention)."""
+
+
+class BatchNotFoundError(WorkpoolError):
+    """No batch with that id exists (it may have been deleted by retention after it
+    completed)."""
+
+
+class BatchClosedError(WorkpoolError):
+    """Runs were added to a batch that is closed (made without ``open=True``, or
+    ``close()``-d): nothing was stored. Add runs before closing it, or start a new batch."""
 
 
 class CorruptRecordError(WorkpoolError):

@@ -1,4 +1,5 @@
-"""Frozen value types returned to users: run records, statuses, completion results."""
+"""Frozen value types returned to users: run records, statuses, completion results,
+batches."""
 
 from __future__ import annotations
 
@@ -62,6 +63,24 @@ class OnComplete(BaseModel):
     workflow: str
     context: Any = None
     result: RunResult
+
+
+class OnBatchComplete(BaseModel):
+    """Input of a batch's ``on_complete`` workflow: how its runs ended."""
+
+    model_config = ConfigDict(frozen=True)
+
+    batch_id: str
+    context: Any = None
+    """The ``context`` given to ``pool.batch``."""
+    total: int
+    """Runs in the batch."""
+    succeeded: int
+    failed: int
+    """Runs that failed for good (after their last attempt)."""
+    canceled: int
+    failed_run_ids: list[str]
+    """The first 1,000 runs to fail, in the order they failed (``failed`` counts them all)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +166,42 @@ class Run:
     workflow's ``timeout`` applies, as the worker defines it)."""
     progress: Any = None
     """The latest value its handler reported with ``ctx.set_progress`` (JSON), if any."""
+    batch_id: str | None = None
+    """The batch it belongs to (``Workpool.batch``), if any."""
 
     @property
     def finished(self) -> bool:
         """Whether the run reached a terminal state."""
         return self.status in ("succeeded", "failed", "canceled")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStatus:
+    """A batch's counts so far (``Batch.status``)."""
+
+    id: str
+    total: int
+    """Runs stored in it so far."""
+    succeeded: int
+    failed: int
+    canceled: int
+    open: bool
+    """Whether runs may still be added (``Batch.add``) until ``Batch.close``."""
+    created_at: datetime
+    completed_at: datetime | None
+    """When it completed: closed, and its last run ended (its callback enqueued then)."""
+    callback_run_id: str | None
+    """The run of its ``on_complete`` workflow, once enqueued."""
+
+    @property
+    def pending(self) -> int:
+        """Runs that have not ended yet."""
+        return self.total - self.succeeded - self.failed - self.canceled
+
+    @property
+    def completed(self) -> bool:
+        """Whether it completed (closed, every run ended)."""
+        return self.completed_at is not None
 
 
 @dataclass(frozen=True, slots=True)

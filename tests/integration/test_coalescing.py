@@ -31,7 +31,7 @@ class EnqueueCounter:
             self.calls.append(len(runs))
             return await real(runs, now)
 
-        backend.enqueue = counted  # type: ignore[method-assign]
+        backend.enqueue = counted  # type: ignore[method-assign, assignment]
 
 
 def define_take(pool: Workpool) -> Workflow[int, int]:
@@ -133,7 +133,7 @@ async def test_a_cancelled_caller_does_not_cancel_the_others(pool: Workpool) -> 
         await release.wait()  # keeps the first write in flight while others queue
         return await real(runs, now)
 
-    backend.enqueue = held  # type: ignore[method-assign]
+    backend.enqueue = held  # type: ignore[method-assign, assignment]
     first = asyncio.create_task(take.run(0))
     await first_write_started.wait()
     waiting = [asyncio.create_task(take.run(number)) for number in range(1, 11)]

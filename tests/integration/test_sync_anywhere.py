@@ -30,6 +30,7 @@ import redis
 from tests.integration.conftest import fast_worker
 from tests.integration.processes import ROOT
 from workpool import (
+    Batch,
     Finished,
     RunContext,
     RunFailedError,
@@ -325,6 +326,7 @@ def test_forked_children_that_exit_normally_leave_the_parent_working(backend_url
 def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, Callable[[], Any]]:
     """One call of each ``*_sync`` method, by the name its error should give."""
     handle: RunHandle[int] = pool.handle("no-such-run")
+    batch = Batch(pool, "no-such-batch")
     return {
         "add_one.run": lambda: workflow.run_sync(1),
         "pool.enqueue_many": lambda: pool.enqueue_many_sync([workflow.prepare(1)]),
@@ -349,12 +351,20 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "handle.progress": lambda: handle.progress_sync(),
         "handle.send_event": lambda: handle.send_event_sync("key", 1),
         "handle.get_event": lambda: handle.get_event_sync("key", timeout=1),
+        "pool.batch": lambda: pool.batch_sync([workflow.prepare(1)]),
+        "pool.get_batch": lambda: pool.get_batch_sync("no-such-batch"),
+        "pool.add_to_batch": lambda: pool.add_to_batch_sync("no-such-batch", []),
+        "batch.status": lambda: batch.status_sync(),
+        "batch.wait": lambda: batch.wait_sync(timeout=1),
+        "batch.add": lambda: batch.add_sync([workflow.prepare(1)]),
+        "batch.close": lambda: batch.close_sync(),
+        "batch.cancel": lambda: batch.cancel_sync(),
     }
 
 
 def sync_method_names() -> set[str]:
-    """``owner.method`` for every ``*_sync`` method of the three public classes."""
-    owners = {"pool": Workpool, "add_one": Workflow, "handle": RunHandle}
+    """``owner.method`` for every ``*_sync`` method of the four public classes."""
+    owners = {"pool": Workpool, "add_one": Workflow, "handle": RunHandle, "batch": Batch}
     return {
         f"{owner}.{name.removesuffix('_sync')}"
         for owner, cls in owners.items()

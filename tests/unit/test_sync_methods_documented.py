@@ -6,11 +6,16 @@ import inspect
 import re
 from pathlib import Path
 
-from workpool import RunHandle, Workflow, Workpool
+from workpool import Batch, RunHandle, Workflow, Workpool
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
-OWNERS: dict[str, type] = {"pool": Workpool, "wf": Workflow, "handle": RunHandle}
+OWNERS: dict[str, type] = {
+    "pool": Workpool,
+    "wf": Workflow,
+    "handle": RunHandle,
+    "batch": Batch,
+}
 """How the section names the object each method is called on."""
 
 
@@ -22,7 +27,7 @@ def sync_section() -> str:
 
 
 def test_the_readme_lists_exactly_the_sync_methods() -> None:
-    documented = set(re.findall(r"`(pool|wf|handle)\.(\w+_sync)\(", sync_section()))
+    documented = set(re.findall(r"`(pool|wf|handle|batch)\.(\w+_sync)\(", sync_section()))
     existing = {
         (owner, name)
         for owner, cls in OWNERS.items()
@@ -42,7 +47,7 @@ def test_the_readme_documents_pool_handle_and_the_three_rules() -> None:
 
 def test_each_sync_method_takes_what_its_async_twin_takes() -> None:
     """(``Workflow.run_sync`` passes ``**options`` on to ``prepare``, which checks them.)"""
-    for cls in (Workpool, RunHandle):
+    for cls in (Workpool, RunHandle, Batch):
         for name in dir(cls):
             if not name.endswith("_sync") or name.startswith("_"):
                 continue

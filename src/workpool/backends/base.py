@@ -100,6 +100,25 @@ the run's (queue, workflow), in the same atomic operation (see ``PairCounters`` 
 what counts where). A minute is ``floor(now / 60) * 60``; ``purge`` deletes minutes
 older than it is told.
 
+Batches: a batch (``NewBatch``) groups runs for one callback. Its record counts the
+runs stored in it (``total``) and those that ended, by outcome. Every terminal
+transition of a run with a ``batch_id`` (finish, cancel, ``cancel_many``,
+``cancel_batch``, reaping, ``fail_unserved``, ``release``, a parent's cancel...) counts
+its outcome in the same atomic operation (and keeps a failed run's id while the batch
+holds fewer than ``MAX_FAILED_IDS``), then, if the batch is closed and none of its runs
+is left unfinished, completes it in that operation: ``completed_at = now`` and its
+callback enqueued, once. A completed batch never changes again; a run re-run
+(``rerun``) is not in the batch of the run it copies.
+
+Debounce: a run with a ``debounce_key`` collapses with the run last enqueued with that
+(workflow, key) while that one is still waiting out its window: ``scheduled`` for its
+first attempt (no rate reservation) with ``available_at > now``. Then the enqueue stores
+no run: it replaces that run's input with its own and moves its ``available_at`` to
+``min(the new run's available_at, that run's debounce_until)``, and returns
+``Enqueued(that run's id, created=False)``. Otherwise the new run is stored (scheduled
+at its ``available_at``) and becomes the run of (workflow, key). A run whose window has
+ended (due, queued, started, ended) is never changed by a debounced enqueue.
+
 The values it takes and returns (``NewRun``, ``RunRecord``, ``Finish`` ...) live in
 ``values.py`` and are re-exported here, so ``from workpool.backends.base import NewRun``
 is the one import callers need. This module stays over 400 lines because it is one
@@ -114,8 +133,10 @@ from typing import Protocol
 
 from workpool.backends.values import (
     ACTIVE_STATES,
+    MAX_FAILED_IDS,
     MAX_RANK_OFFSET,
     TERMINAL_STATES,
+    BatchRecord,
     CancelResult,
     ClaimedRun,
     ClaimResult,
@@ -127,6 +148,7 @@ from workpool.backends.values import (
     FinishStatus,
     Lease,
     MinuteCounters,
+    NewBatch,
     NewRun,
     PairActivity,
     PairCounters,
@@ -152,6 +174,7 @@ __all__ = [
     "TERMINAL_STATES",
     "ACTIVE_STATES",
     "MAX_RANK_OFFSET",
+    "MAX_FAILED_IDS",
     "FinishStatus",
     "StepKind",
     "StepStatus",
@@ -161,6 +184,8 @@ __all__ = [
     "CompletionHook",
     "RateLimitSpec",
     "NewRun",
+    "NewBatch",
+    "BatchRecord",
     "Enqueued",
     "RunRecord",
     "RunPage",
@@ -185,7 +210,14 @@ __all__ = [
 class Backend(Protocol):
     """Storage and every state transition of runs. Implementations: sqlite, redis."""
 
-    async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+    async def enqueue(
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
+    ) -> list[Enqueued]:
         """Store runs, all in ONE atomic operation; results in input order.
 
         Each run is stored ``queued`` if ``available_at <= now`` else ``scheduled``,
@@ -195,8 +227,39 @@ class Backend(Protocol):
         even if that run has since finished. Expired keys are replaced. Within one
         batch, a repeated (workflow, key) resolves to the first run of the batch.
         Enqueueing an id that already exists returns ``created=False`` and changes
-        nothing. Wakes any worker blocked in ``wait_for_work`` on that queue.
+        nothing. A run with a ``debounce_key`` may collapse into an earlier one (see
+        "Debounce"). Wakes any worker blocked in ``wait_for_work`` on that queue.
+
+        Batches (see "Batches"): either no run has a ``batch_id``, or all have the same
+        one (else ValueError). With ``batch``, it is created with the runs (their
+        ``batch_id`` must be its id; ValueError if a batch of that id exists); closed and
+        without runs stored, it completes at once. Without ``batch``, the runs are added
+        to their batch, which must exist (else ``BatchNotFoundError``) and be open, or
+        closed but ``added_by`` a run of it that has not ended (which keeps it from
+        completing: a run adding to its own batch), else ``BatchClosedError``; nothing is
+        written when either is raised. ``total`` grows by the runs stored (not those an
+        idempotency key or existing id found).
         """
+        ...
+
+    async def get_batch(self, batch_id: str) -> BatchRecord | None:
+        """Read one batch, or None if there is none (never made, or purged)."""
+        ...
+
+    async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
+        """Close a batch in ONE operation (no more runs may be added) and complete it at
+        once if none of its runs is unfinished; return it as now stored (None: no such
+        batch). Closing a closed batch changes nothing."""
+        ...
+
+    async def cancel_batch(
+        self, batch_id: str, reason: str | None, limit: int, now: float
+    ) -> int | None:
+        """Cancel up to ``limit`` unfinished runs of a batch in ONE operation, smallest
+        id first, each as ``cancel`` does (running ones not already cancel-requested
+        get a request); return how many were canceled or cancel-requested (the count may
+        include children canceled along with them), or None if there is no such batch.
+        Callers repeat until it returns 0."""
         ...
 
     async def claim(
@@ -511,8 +574,9 @@ class Backend(Protocol):
         published values, its idempotency key if that still points to it, and its
         entries in every index, so no index names a run that is gone. Runs it started
         and the run that started it are not touched (their own retention deletes them).
-        Also deletes the counters of minutes before ``counters_before``. Callers repeat
-        while it returns ``limit``.
+        Also deletes up to ``limit`` batches completed before ``finished_before`` (their
+        runs ended before, so they go in the same or earlier calls) and the counters of
+        minutes before ``counters_before``. Callers repeat while it returns ``limit``.
         """
         ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from workpool.backends.base import Finish, NewRun, StepRecord
+from workpool.backends.base import Finish, NewBatch, NewRun, StepRecord
 from workpool.backends.values import MAX_RANK_OFFSET
 from workpool.validation import MAX_TIMEOUT, storable_time
 
@@ -36,6 +36,34 @@ def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
                 f"run {run.id}: timeout {run.timeout!r} is not a number of seconds between 0 "
                 f"and {MAX_TIMEOUT:g}; nothing was written"
             )
+        if run.debounce_key is not None:
+            _check_debounced(run)
+
+
+def _check_debounced(run: NewRun) -> None:
+    if run.idempotency_key is not None or run.batch_id is not None:
+        raise ValueError(
+            f"run {run.id}: a debounced run has no idempotency key and no batch; nothing "
+            "was written"
+        )
+    if run.debounce_until is not None:
+        _check(run.id, "debounce_until", run.debounce_until)
+
+
+def check_batch(runs: Sequence[NewRun], batch: NewBatch | None) -> str | None:
+    """The batch id the runs of one enqueue share (None: no batch); ValueError if some
+    runs have another batch id or none, or the id is not one a backend stores."""
+    batch_id = batch.id if batch is not None else runs[0].batch_id if runs else None
+    for run in runs:
+        if run.batch_id != batch_id:
+            raise ValueError(
+                f"run {run.id}: its batch_id {run.batch_id!r} is not the batch id "
+                f"{batch_id!r} of the enqueue; one enqueue stores runs of one batch, or "
+                "of none; nothing was written"
+            )
+    if batch_id is not None and (not batch_id or ":" in batch_id):
+        raise ValueError(f"batch id {batch_id!r} is empty or holds ':'; nothing was written")
+    return batch_id
 
 
 def check_finishes(finishes: Sequence[Finish], now: float) -> None:
@@ -57,6 +85,8 @@ def check_step(run_id: str, step: StepRecord, now: float, child: NewRun | None) 
         if value is not None:
             _check(run_id, f"step {step.name!r} {field}", value)
     if child is not None:
+        if child.batch_id is not None or child.debounce_key is not None:
+            raise ValueError(f"run {child.id}: a child run has no batch and no debounce")
         check_new_runs([child], now)
 
 

@@ -114,6 +114,15 @@ class NewRun:
     """Seconds, at most ``MAX_RANK_OFFSET`` either way: the run's claim order (its rank)
     is ``available_at - rank_offset``, smallest first, whenever it is claimable or waits
     at its gate (see ``base.py``). The client derives it from the priority."""
+    batch_id: str | None = None
+    """The batch the run belongs to (see ``NewBatch``; for ``enqueue`` only)."""
+    debounce_key: str | None = None
+    """With a key, the run is debounced (see "Debounce" in ``base.py``): it collapses
+    with the run of (workflow, key) still waiting out its window, if any. Its
+    ``available_at`` is the end of its window. For ``enqueue`` only."""
+    debounce_until: float | None = None
+    """For a debounced run: the latest its start may move to (first enqueue + the most
+    wait), or None (no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +181,8 @@ class RunRecord:
     """JSON text of the latest progress its handler reported (``renew``, ``finish``)."""
     priority: int = 0
     """As enqueued (``NewRun.priority``)."""
+    batch_id: str | None = None
+    """The batch it belongs to (``NewRun.batch_id``), if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +329,8 @@ class ClaimedRun:
     elapsed: float = 0.0
     """Seconds this attempt has already executed: the executions before its suspensions
     (0 for a new attempt), so a time limit counts execution, not waiting."""
+    batch_id: str | None = None
+    """The batch the run belongs to, if any."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,3 +445,46 @@ class EventValue:
 
     status: str
     value: str | None
+
+
+MAX_FAILED_IDS = 1000
+"""The most failed run ids a batch keeps for its callback (the first to fail)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewBatch:
+    """A batch to create with the runs of one ``enqueue`` (see "Batches" in ``base.py``).
+
+    Its id must not contain ``:``. When its last run ends with the batch closed, the
+    backend enqueues, in that same atomic operation, the run ``<batch id>-complete`` of
+    ``callback`` (if any; ``on_failure_only`` is ignored) with ``available_at = now``
+    and this JSON input (keys in this order)::
+
+        {"batch_id": <id>, "context": <callback.context JSON>, "total": <runs>,
+         "succeeded": <n>, "failed": <n>, "canceled": <n>,
+         "failed_run_ids": [<the first MAX_FAILED_IDS runs to end failed, in that order>]}
+    """
+
+    id: str
+    callback: CompletionHook | None = None
+    open: bool = False
+    """Open: runs may be added (``enqueue`` with their ``batch_id``) until it is closed
+    (``close_batch``), and it cannot complete before."""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """A batch as stored: its counts of runs by outcome so far."""
+
+    id: str
+    created_at: float
+    total: int
+    """Runs stored in it (a run an idempotency key found elsewhere is not)."""
+    succeeded: int
+    failed: int
+    canceled: int
+    open: bool
+    completed_at: float | None = None
+    """When it completed: closed with every run ended (its callback enqueued then)."""
+    callback_run_id: str | None = None
+    """The callback's run, once enqueued."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workpool.backends.base import ClaimedRun
+from workpool.definitions import PreparedRun
+from workpool.engine.batching import add_to_own_batch
 from workpool.engine.environment import StepEnvironment
 from workpool.engine.publishing import Publisher
 from workpool.engine.steps import Steps
@@ -36,6 +39,8 @@ class RunContext:
     """Grows with every claim of the run: a worker that takes the run over after this
     one lost it has a larger one. Pass it to your own stores to refuse stale writes
     (e.g. ``UPDATE ... WHERE fence < :token``)."""
+    batch_id: str | None = None
+    """The batch the run belongs to (``Workpool.batch``), if any (see ``add_to_batch``)."""
     # A plain flag: set by the worker's loop, read by handler threads; assigning and
     # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
     _cancel_requested: bool = field(default=False, repr=False)
@@ -47,6 +52,7 @@ class RunContext:
     _progress: str | None = field(default=None, repr=False)
     _progress_stored: str | None = field(default=None, repr=False)
     _max_progress_bytes: int = field(default=DEFAULT_MAX_PAYLOAD_BYTES, repr=False)
+    _env: StepEnvironment | None = field(default=None, repr=False)
 
     @property
     def step(self) -> Steps:
@@ -105,6 +111,21 @@ class RunContext:
             )
         return self._publisher
 
+    async def add_to_batch(self, name: str, runs: Sequence[PreparedRun]) -> list[str]:
+        """Add runs (from ``Workflow.prepare``) to this run's batch, in one operation: a
+        run of a batch may add to it while it runs, even once the batch is closed (it
+        completes only when these have ended too). ``name``, unique within the run like
+        a step's, makes the add safe to repeat: each run without an idempotency key of
+        its own gets one from (this run, ``name``, its position), so a retry or replay
+        stores each run once. Returns the runs' ids. ConfigurationError if the run is in
+        no batch."""
+        if self.batch_id is None or self._env is None:
+            raise ConfigurationError(
+                f"run {self.run_id} is in no batch: only runs stored by pool.batch(...) "
+                "(or added to one) can add to their batch"
+            )
+        return await add_to_own_batch(self._env, self.batch_id, name, runs)
+
     def unstored_progress(self) -> str | None:
         """The latest progress as JSON text, unless it was stored (for the worker)."""
         progress = self._progress
@@ -139,8 +160,10 @@ def context_for(claimed: ClaimedRun, env: StepEnvironment, *, with_steps: bool) 
         attempt=claimed.attempt,
         logger=RunLogger(claimed.lease.run_id, claimed.workflow, claimed.queue, claimed.attempt),
         fencing_token=claimed.fence,
+        batch_id=claimed.batch_id,
         _max_progress_bytes=env.settings.max_payload_bytes,
         _publisher=Publisher(env, asyncio.get_running_loop()),
+        _env=env,
     )
     if with_steps:
         ctx._steps = Steps(env)

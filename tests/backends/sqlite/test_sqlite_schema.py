@@ -18,7 +18,11 @@ from workpool.backends.sqlite import backend as backend_module
 from workpool.backends.sqlite import operations as operations_module
 from workpool.backends.sqlite import reads as reads_module
 from workpool.backends.sqlite.backend import SQLiteBackend
-from workpool.backends.sqlite.sql import load_migrations, load_queries, parse_queries
+from workpool.backends.sqlite.sql import (
+    load_migrations,
+    load_queries,
+    parse_queries,
+)
 
 HOT_QUERIES = (
     "find_idempotency_key",
@@ -69,6 +73,17 @@ HOT_QUERIES = (
     "get_step",
     "publish_value",
     "get_published",
+    "pending_debounced",
+    "remember_debounced",
+    "collapse_debounced",
+    "join_batch",
+    "get_batch",
+    "count_in_batch",
+    "batch_run_ended",
+    "note_batch_failure",
+    "batch_failures",
+    "complete_batch",
+    "cancelable_in_batch",
 )
 SAMPLE_PARAMETERS = {
     "id": "run-1",
@@ -136,6 +151,11 @@ SAMPLE_PARAMETERS = {
     "events": '["approval"]',
     "keys": '["approval"]',
     "value": "{}",
+    "batch_id": "batch-1",
+    "until": None,
+    "position": 1,
+    "count": 2,
+    "callback_run_id": None,
 }
 
 
@@ -156,10 +176,11 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 9
+    assert version == load_migrations()[-1].version == 10
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables
+    assert {"batches", "batch_failures", "runs_of_batch", "debounces"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
@@ -224,8 +245,15 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
 
     assert not [step for step in plan if step.startswith("SCAN runs")], plan
     assert not [step for step in plan if "TEMP B-TREE" in step], plan
-    upserts = ("insert_run", "save_step", "count_admitted", "add_counters", "publish_value")
-    if name not in upserts:
+    if name not in (
+        "insert_run",
+        "save_step",
+        "count_admitted",
+        "add_counters",
+        "publish_value",
+        "note_batch_failure",
+        "remember_debounced",
+    ):  # upserts
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
 
@@ -262,6 +290,22 @@ def test_claims_and_gates_read_runs_in_rank_order_from_their_index() -> None:
         plan = [row[3] for row in connection.execute(query, SAMPLE_PARAMETERS)]
         assert any(f"USING INDEX {index} (" in step for step in plan), plan
         assert not [step for step in plan if "TEMP B-TREE" in step], plan
+
+
+def test_batches_and_debounce_read_their_own_indexes() -> None:
+    """A batch's cancelable runs are one seek of an index that holds only runs with a
+    batch; a debounced run's predecessor, of the debounce table's key, then of the run."""
+    connection = _migrated(sqlite3.connect(":memory:"))
+
+    def plan(name: str) -> list[str]:
+        query = "EXPLAIN QUERY PLAN " + load_queries()[name]
+        return [row[3] for row in connection.execute(query, SAMPLE_PARAMETERS)]
+
+    assert plan("cancelable_in_batch") == ["SEARCH runs USING INDEX runs_of_batch (batch_id=?)"]
+    assert plan("pending_debounced") == [
+        "SEARCH debounces USING PRIMARY KEY (workflow=? AND key=?)",
+        "SEARCH runs USING INDEX sqlite_autoindex_runs_1 (id=?)",
+    ]
 
 
 def test_query_blocks_need_a_description_and_one_statement() -> None:

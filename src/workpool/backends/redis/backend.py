@@ -15,6 +15,7 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from workpool.backends.base import (
+    BatchRecord,
     CancelResult,
     ClaimResult,
     Enqueued,
@@ -23,6 +24,7 @@ from workpool.backends.base import (
     Finish,
     Lease,
     MinuteCounters,
+    NewBatch,
     NewRun,
     QueueSettings,
     RenewResult,
@@ -35,14 +37,25 @@ from workpool.backends.base import (
     WorkerRecord,
     WorkflowInfo,
 )
-from workpool.backends.checks import check_finishes, check_new_runs, check_now, check_step
+from workpool.backends.checks import (
+    check_batch,
+    check_finishes,
+    check_new_runs,
+    check_now,
+    check_step,
+)
 from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
-from workpool.errors import BackendUnavailableError, ConfigurationError
+from workpool.errors import (
+    BackendUnavailableError,
+    BatchClosedError,
+    BatchNotFoundError,
+    ConfigurationError,
+)
 
 CONNECT_TIMEOUT = 10.0
 """Seconds to wait for a TCP (and TLS) connection before giving up."""
@@ -131,12 +144,63 @@ class RedisBackend:
             ) from None
         return backend
 
-    async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+    async def enqueue(
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
+    ) -> list[Enqueued]:
         check_new_runs(runs, now)
-        if not runs:
+        batch_id = check_batch(runs, batch)
+        if batch_id is not None:
+            found = await self._enqueue_batch(batch_id, batch, added_by, runs, now)
+        elif runs:
+            found = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
+        else:
             return []
-        found = await self._scripts.enqueue(codec.seconds(now), codec.encode_runs(runs, now))
         return [self._enqueued(run, position, found) for position, run in enumerate(runs)]
+
+    async def _enqueue_batch(
+        self,
+        batch_id: str,
+        batch: NewBatch | None,
+        added_by: str | None,
+        runs: Sequence[NewRun],
+        now: float,
+    ) -> dict[int, str | None]:
+        """enqueue_batch.lua's runs not created; the refusals it reports raised."""
+        mode, detail = "add", added_by or ""
+        if batch is not None:
+            mode = "open" if batch.open else "closed"
+            detail = "" if batch.callback is None else codec.encode_hook(batch.callback)
+        found = await self._scripts.enqueue_batch(
+            codec.seconds(now), batch_id, mode, detail, codec.encode_runs(runs, now)
+        )
+        if found == "not_found":
+            raise BatchNotFoundError(f"no batch with id {batch_id!r} exists; nothing was stored")
+        if found == "closed":
+            raise BatchClosedError(
+                f"batch {batch_id} is closed: only its own runs may add to it, while they "
+                "run; nothing was stored"
+            )
+        if isinstance(found, str):
+            raise ValueError(f"batch {batch_id} exists already; nothing was written")
+        return found
+
+    async def get_batch(self, batch_id: str) -> BatchRecord | None:
+        fields = as_dict(await self._link.call("HGETALL", self._keys.batch(batch_id)))
+        return codec.decode_batch(batch_id, fields) if fields else None
+
+    async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
+        stored = await self._scripts.close_batch(codec.seconds(now), batch_id)
+        return None if stored is None else codec.decode_batch(batch_id, as_dict(stored))
+
+    async def cancel_batch(
+        self, batch_id: str, reason: str | None, limit: int, now: float
+    ) -> int | None:
+        return await self._scripts.cancel_batch(codec.seconds(now), batch_id, limit, reason)
 
     @staticmethod
     def _enqueued(run: NewRun, position: int, found: dict[int, str | None]) -> Enqueued:

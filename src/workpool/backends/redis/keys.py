@@ -22,7 +22,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            run with rate limits: rate (JSON text of
                                            [[limiter id, count, per], ...]) and
                                            rate_reserved ('1' while it is scheduled at a
-                                           start it reserved, not yet used)
+                                           start it reserved, not yet used); batch (its
+                                           batch id), debounce_until (a debounced run's
+                                           latest start), when it has them
     {p}:run:<run id>:steps                 hash: step name -> JSON text of the step
                                            (kind, status, attempts, output, error,
                                            child_run_id; times as decimal strings)
@@ -63,6 +65,19 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            sets)
     {p}:idempotency:<len>:<workflow>:<key> string "<expires_at> <run id>", with a TTL;
                                            <len> is the workflow name's length in bytes
+    {p}:debounce:<len>:<workflow>:<key>    string: the id of the run last enqueued with
+                                           that debounce key, with a TTL of a day past
+                                           its start (lua/library/debouncing.lua)
+    {p}:batch:<batch id>                   hash: created_at, total, succeeded, failed,
+                                           canceled (counts), open ('1' | '0'),
+                                           callback (JSON of its hook, if any),
+                                           completed_at and callback_run_id (once
+                                           complete); its runs have the field batch
+    {p}:batch:<batch id>:failed            list: its first 1,000 failed run ids, in order
+    {p}:batch:<batch id>:cancelable        sorted set, every score 0: its unfinished runs
+                                           without a cancel request, by id
+    {p}:batches:completed                  sorted set: completed batch ids, score
+                                           completed_at (purge takes the oldest)
     {p}:lease:<name>                       string "<expires_at> <holder>" of a named lease
                                            (acquire_lease), with a TTL of its length
     {p}:gate:<gate id>:waiting             sorted set: the gate's queued runs that wait
@@ -138,6 +153,9 @@ class Keys:
 
     def run(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}"
+
+    def batch(self, batch_id: str) -> str:
+        return f"{self.tag}:batch:{batch_id}"
 
     def steps(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:steps"

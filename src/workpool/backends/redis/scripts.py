@@ -20,6 +20,9 @@ from workpool.backends.redis.sources import script_source
 
 OPERATIONS = (
     "enqueue",
+    "enqueue_batch",
+    "close_batch",
+    "cancel_batch",
     "claim",
     "renew",
     "finish",
@@ -45,7 +48,7 @@ OPERATIONS = (
 
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
-has_steps (1 | 0), claims, isolated (1 | 0)]"""
+has_steps (1 | 0), claims, isolated (1 | 0), timeout | None, elapsed, batch id | None]"""
 
 
 class Script:
@@ -74,6 +77,9 @@ class Scripts:
 
     def __init__(self, link: CommandLink, tag: str) -> None:
         self._enqueue = Script(link, tag, "enqueue")
+        self._enqueue_batch = Script(link, tag, "enqueue_batch")
+        self._close_batch = Script(link, tag, "close_batch")
+        self._cancel_batch = Script(link, tag, "cancel_batch")
         self._claim = Script(link, tag, "claim")
         self._renew = Script(link, tag, "renew")
         self._finish = Script(link, tag, "finish")
@@ -106,11 +112,33 @@ class Scripts:
     async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str | None]:
         """The runs not created: their position in the batch (from 0) -> the stored run
         id, or None for a run skipped at a busy gate (``NewRun.skip_if_busy``)."""
-        flat = await self._enqueue([now, *runs])
-        return {
-            int(flat[i]) - 1: None if flat[i + 1] is None else str(flat[i + 1])
-            for i in range(0, len(flat), 2)
-        }
+        return _not_created(await self._enqueue([now, *runs]))
+
+    async def enqueue_batch(
+        self, now: str, batch_id: str, mode: str, detail: str, runs: Sequence[str]
+    ) -> str | dict[int, str | None]:
+        """The runs not created, as ``enqueue`` returns them; or, when nothing was
+        written, why: 'not_found', 'closed' or 'exists'. ``mode``: 'add', 'open' or
+        'closed'; ``detail``: adding, the id of the run of the batch that adds, or '';
+        creating, the new batch's hook JSON text, or ''."""
+        reply = await self._enqueue_batch([now, batch_id, mode, detail, *runs])
+        if reply[0] != "stored":
+            return str(reply[0])
+        return _not_created(reply[1:])
+
+    async def close_batch(self, now: str, batch_id: str) -> Any:
+        """The batch's hash as now stored (an HGETALL reply), or None."""
+        return await self._close_batch([now, batch_id])
+
+    async def cancel_batch(
+        self, now: str, batch_id: str, limit: int, reason: str | None
+    ) -> int | None:
+        """How many runs were canceled or cancel-requested; None: no such batch."""
+        args: list[str | int] = [now, batch_id, limit]
+        if reason is not None:
+            args.append(reason)
+        changed = int(await self._cancel_batch(args))
+        return None if changed < 0 else changed
 
     async def claim(
         self,
@@ -257,3 +285,11 @@ class Scripts:
     ) -> int:
         """How many runs were failed."""
         return int(await self._fail_unserved([now, queue, workflow, before, limit, error]))
+
+
+def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:
+    """enqueue.lua's reply: position (from 0) -> the stored run id, or None if skipped."""
+    return {
+        int(flat[i]) - 1: None if flat[i + 1] is None else str(flat[i + 1])
+        for i in range(0, len(flat), 2)
+    }

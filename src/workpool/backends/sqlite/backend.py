@@ -16,6 +16,7 @@ from types import EllipsisType
 from typing import TypeVar
 
 from workpool.backends.base import (
+    BatchRecord,
     CancelResult,
     ClaimResult,
     Enqueued,
@@ -24,6 +25,7 @@ from workpool.backends.base import (
     Finish,
     Lease,
     MinuteCounters,
+    NewBatch,
     NewRun,
     QueueSettings,
     RenewResult,
@@ -83,9 +85,40 @@ class SQLiteBackend:
         self._waits.committed(woken, addresses, gone)
         return result
 
-    async def enqueue(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+    async def enqueue(
+        self,
+        runs: Sequence[NewRun],
+        now: float,
+        *,
+        batch: NewBatch | None = None,
+        added_by: str | None = None,
+    ) -> list[Enqueued]:
         """See ``Backend.enqueue``; done by the event loop itself when it can start at once."""
-        return await self._transact(lambda operations: operations.enqueue(runs, now), inline=True)
+        return await self._transact(
+            lambda operations: operations.enqueue(runs, now, batch, added_by), inline=True
+        )
+
+    async def get_batch(self, batch_id: str) -> BatchRecord | None:
+        """See ``Backend.get_batch``: one SELECT."""
+        query = self._queries["get_batch"]
+
+        def read(connection: sqlite3.Connection) -> BatchRecord | None:
+            row = connection.execute(query, {"id": batch_id}).fetchone()
+            return None if row is None else records.batch_record(row)
+
+        return await self._thread.read(read)
+
+    async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
+        """See ``Backend.close_batch``."""
+        return await self._transact(lambda operations: operations.close_batch(batch_id, now))
+
+    async def cancel_batch(
+        self, batch_id: str, reason: str | None, limit: int, now: float
+    ) -> int | None:
+        """See ``Backend.cancel_batch``."""
+        return await self._transact(
+            lambda operations: operations.cancel_batch(batch_id, reason, limit, now)
+        )
 
     async def claim(
         self,

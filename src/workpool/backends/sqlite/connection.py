@@ -130,7 +130,7 @@ def migrate(connection: sqlite3.Connection, migrations: Sequence[Migration], pat
                 f"SQLite database {path} has schema version {current}, newer than the "
                 f"{latest} this workpool knows: upgrade workpool"
             )
-        for migration in migrations[current:]:
+        for migration in (migration for migration in migrations if migration.version > current):
             for statement in migration.statements:
                 connection.execute(statement)
             if user_version(connection) != migration.version:

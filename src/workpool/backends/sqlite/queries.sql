@@ -97,7 +97,7 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -159,7 +159,8 @@ UPDATE runs SET
     run_time = run_time + :ran
 WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended')
 RETURNING
-    id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step;
+    id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
+    batch_id;
 
 -- name: retry_run
 -- Drop run :id's lease, store :error; scheduled at :retry_at, or queued if due at :now.
@@ -316,7 +317,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress,
+    timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id = :id;
 
@@ -509,7 +510,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress,
+    timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id DESC;
@@ -528,6 +529,95 @@ DELETE FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: delete_counters
 -- Delete the counters of minutes before :before.
 DELETE FROM counters WHERE minute < :before;
+
+-- name: pending_debounced
+-- The run last enqueued with debounce key (:workflow, :key) if it is still in its window
+-- at :now (scheduled for its first attempt, no rate reservation, not yet due).
+SELECT runs.id, runs.queue, debounces.until FROM debounces
+JOIN runs ON runs.id = debounces.run_id
+WHERE debounces.workflow = :workflow AND debounces.key = :key AND runs.status = 'scheduled'
+    AND runs.attempts = 0 AND runs.rate_reserved = 0 AND runs.available_at > :now;
+
+-- name: remember_debounced
+-- Make run :run_id the run of debounce key (:workflow, :key), its latest start :until.
+INSERT INTO debounces (workflow, key, run_id, until) VALUES (:workflow, :key, :run_id, :until)
+ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, until = excluded.until;
+
+-- name: collapse_debounced
+-- A later enqueue's :input and start :available_at replace those of debounced run :id.
+UPDATE runs SET input = :input, available_at = :available_at WHERE id = :id;
+
+-- name: run_batch
+-- The batch of run :id and whether the run has ended (no row: no such run).
+SELECT batch_id, status IN ('succeeded', 'failed', 'canceled') AS ended FROM runs WHERE id = :id;
+
+-- name: create_batch
+-- Store batch :id at :now with :total runs; :open 1 or 0, :callback JSON text or NULL.
+INSERT INTO batches (id, created_at, total, open, callback)
+VALUES (:id, :now, :total, :open, :callback);
+
+-- name: get_batch
+-- Every column of batch :id that a BatchRecord holds, and its callback.
+SELECT
+    id, created_at, total, succeeded, failed, canceled, open, completed_at, callback_run_id,
+    callback
+FROM batches WHERE id = :id;
+
+-- name: count_in_batch
+-- Add :count runs to the total of batch :id.
+UPDATE batches SET total = total + :count WHERE id = :id;
+
+-- name: join_batch
+-- Put the runs of the :ids JSON array in batch :batch_id.
+UPDATE runs SET batch_id = :batch_id WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: batch_run_ended
+-- Count a run of batch :id that ended in :status; returns the batch as now stored.
+UPDATE batches SET
+    succeeded = succeeded + (:status = 'succeeded'),
+    failed = failed + (:status = 'failed'),
+    canceled = canceled + (:status = 'canceled')
+WHERE id = :id
+RETURNING
+    id, created_at, total, succeeded, failed, canceled, open, completed_at, callback_run_id,
+    callback;
+
+-- name: note_batch_failure
+-- Keep run :run_id as the :position-th run of batch :batch_id to end failed.
+INSERT INTO batch_failures (batch_id, position, run_id) VALUES (:batch_id, :position, :run_id);
+
+-- name: batch_failures
+-- The failed run ids batch :batch_id keeps, in the order they failed.
+SELECT run_id FROM batch_failures WHERE batch_id = :batch_id ORDER BY position;
+
+-- name: complete_batch
+-- Mark batch :id completed at :now, its callback run (if any) :callback_run_id.
+UPDATE batches SET completed_at = :now, callback_run_id = :callback_run_id WHERE id = :id;
+
+-- name: close_batch
+-- Close batch :id (no row: no such batch); returns it as now stored.
+UPDATE batches SET open = 0 WHERE id = :id
+RETURNING
+    id, created_at, total, succeeded, failed, canceled, open, completed_at, callback_run_id,
+    callback;
+
+-- name: cancelable_in_batch
+-- Up to :limit unfinished runs of batch :batch_id without a cancel request, by id.
+SELECT id, status FROM runs
+WHERE batch_id = :batch_id AND status IN ('scheduled', 'queued', 'running', 'suspended')
+    AND cancel_requested = 0
+ORDER BY id
+LIMIT :limit;
+
+-- name: delete_completed_batches
+-- Delete up to :limit batches completed before :before, oldest first (their failed run
+-- ids cascade).
+DELETE FROM batches WHERE id IN (
+    SELECT id FROM batches
+    WHERE completed_at IS NOT NULL AND completed_at < :before
+    ORDER BY completed_at
+    LIMIT :limit
+);
 
 -- name: rerun_source
 -- What a re-run of run :id copies, and whether it may be re-run.

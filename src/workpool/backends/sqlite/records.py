@@ -1,4 +1,4 @@
-"""Rows to values and back: run records, claimed runs, stored hooks, hook inputs.
+"""Rows to values and back: run records, claimed runs, stored hooks, hook inputs, batches.
 
 Every value read from the database is checked; a NULL in a required column or a value
 of the wrong type raises ``CorruptRecordError`` naming the run and the column.
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, get_args
 
 from workpool.backends.base import (
+    BatchRecord,
     ClaimedRun,
     CompletionHook,
     Lease,
@@ -115,6 +116,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         timeout=optional_number(row, "timeout"),
         progress=optional_text(row, "progress"),
         priority=integer(row, "priority"),
+        batch_id=optional_text(row, "batch_id"),
     )
 
 
@@ -134,6 +136,7 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         isolated=flag(row, "isolate"),
         timeout=optional_number(row, "timeout"),
         elapsed=number(row, "attempt_time"),
+        batch_id=optional_text(row, "batch_id"),
     )
 
 
@@ -191,14 +194,14 @@ def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     return json.dumps([{field: getattr(hook, field) for field in fields} for hook in hooks])
 
 
-def decode_hooks(row: sqlite3.Row) -> list[CompletionHook]:
-    """The ``hooks`` column of a row back as CompletionHooks."""
-    raw = text(row, "hooks")
+def decode_hooks(row: sqlite3.Row, field: str = "hooks") -> list[CompletionHook]:
+    """The ``hooks`` column of a row (or a column stored alike) back as CompletionHooks."""
+    raw = text(row, field)
     try:
         items = json.loads(raw)
         return [_hook(item) for item in items]
     except (ValueError, TypeError, KeyError) as exc:
-        raise _corrupt(row["id"], "hooks", raw, "a JSON list of completion hooks") from exc
+        raise _corrupt(row["id"], field, raw, "a JSON list of completion hooks") from exc
 
 
 def _hook(item: dict[str, Any]) -> CompletionHook:
@@ -239,6 +242,35 @@ def hook_input(ended: sqlite3.Row, context: str) -> str:
         "workflow": text(ended, "workflow"),
         "context": _json_value(ended, "hooks", context),
         "result": result,
+    }
+    return json.dumps(document, separators=(",", ":"))
+
+
+def batch_record(row: sqlite3.Row) -> BatchRecord:
+    """A ``get_batch`` row (or one alike) as a BatchRecord."""
+    return BatchRecord(
+        id=text(row, "id"),
+        created_at=number(row, "created_at"),
+        total=integer(row, "total"),
+        succeeded=integer(row, "succeeded"),
+        failed=integer(row, "failed"),
+        canceled=integer(row, "canceled"),
+        open=flag(row, "open"),
+        completed_at=optional_number(row, "completed_at"),
+        callback_run_id=optional_text(row, "callback_run_id"),
+    )
+
+
+def batch_input(batch: BatchRecord, context: str, failed_run_ids: list[str]) -> str:
+    """The JSON input of a batch's callback run, as ``NewBatch`` specifies."""
+    document = {
+        "batch_id": batch.id,
+        "context": json.loads(context),
+        "total": batch.total,
+        "succeeded": batch.succeeded,
+        "failed": batch.failed,
+        "canceled": batch.canceled,
+        "failed_run_ids": failed_run_ids,
     }
     return json.dumps(document, separators=(",", ":"))
 

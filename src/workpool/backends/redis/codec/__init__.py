@@ -5,7 +5,7 @@ texts (inputs, outputs, errors, retry policies, hook contexts) pass through unch
 One module per area, every name re-exported here (callers write ``codec.encode_runs``):
 
 - ``times.py``     ``seconds``, ``milliseconds``
-- ``runs.py``      new runs, finish batches, leases, claimed rows, run hashes
+- ``runs.py``      new runs, finish batches, leases, claimed rows, run and batch hashes
 - ``stats.py``     ``get_stats.lua``'s and ``get_minute_counters.lua``'s replies, worker records
 - ``steps.py``     stored steps
 - ``settings.py``  queue settings, workflow registry records
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from workpool.backends.redis.codec.runs import (
     RUN_FIELDS,
+    decode_batch,
     decode_claimed,
     decode_run,
     encode_finishes,
+    encode_hook,
     encode_rate_limits,
     encode_runs,
     gate_fields,
@@ -59,6 +61,8 @@ __all__ = [
     "renewals",
     "decode_claimed",
     "decode_run",
+    "encode_hook",
+    "decode_batch",
     "optional_argument",
     "COUNTER_NAMES",
     "decode_minute_counters",

@@ -16,6 +16,7 @@ from typing import Any
 from workpool.backends.base import (
     ACTIVE_STATES,
     TERMINAL_STATES,
+    BatchRecord,
     ClaimedRun,
     CompletionHook,
     Finish,
@@ -28,7 +29,7 @@ from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 
-RUN_FIELDS = 17
+RUN_FIELDS = 19
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -59,6 +60,8 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             encode_rate_limits(run.rate_limits),
             "" if run.timeout is None else seconds(run.timeout),
             *rank_fields(run.priority, run.rank_offset),
+            run.debounce_key or "",
+            "" if run.debounce_until is None else seconds(run.debounce_until),
         )
     return args
 
@@ -89,6 +92,11 @@ def gate_fields(max_concurrency: int | None, concurrency_key: str | None) -> tup
     if max_concurrency is None:
         return ("", "")
     return (str(max_concurrency), gate_suffix(concurrency_key))
+
+
+def encode_hook(hook: CompletionHook) -> str:
+    """A hook as JSON text, as the scripts store a batch's callback."""
+    return json.dumps(_encode_hook(hook))
 
 
 def _encode_hook(hook: CompletionHook) -> dict[str, Any]:
@@ -149,7 +157,7 @@ def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated, timeout, elapsed = row[9:]
+    steps, claims, isolated, timeout, elapsed, batch_id = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -164,26 +172,28 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         isolated=int(isolated) == 1,
         timeout=None if timeout is None else float(timeout),
         elapsed=float(elapsed),
+        batch_id=batch_id,
     )
 
 
 class _Fields:
-    """Reads one run hash, naming the run and field in every CorruptRecordError."""
+    """Reads one run hash (or a batch's), naming it and the field in every
+    CorruptRecordError."""
 
-    def __init__(self, run_id: str, fields: Mapping[str, str]) -> None:
-        self._run_id = run_id
+    def __init__(self, run_id: str, fields: Mapping[str, str], kind: str = "run") -> None:
+        self._run_id = f"{kind} {run_id}"
         self._fields = fields
 
     def text(self, name: str) -> str:
         value = self._fields.get(name)
         if value is None:
-            raise CorruptRecordError(f"run {self._run_id}: stored field {name!r} is missing")
+            raise CorruptRecordError(f"{self._run_id}: stored field {name!r} is missing")
         return value
 
     def status(self) -> str:
         status = self.text("status")
         if status not in ACTIVE_STATES and status not in TERMINAL_STATES:
-            raise CorruptRecordError(f"run {self._run_id}: stored status {status!r} is unknown")
+            raise CorruptRecordError(f"{self._run_id}: stored status {status!r} is unknown")
         return status
 
     def optional_text(self, name: str) -> str | None:
@@ -211,7 +221,7 @@ class _Fields:
 
     def _not_a_number(self, name: str, text: str) -> CorruptRecordError:
         return CorruptRecordError(
-            f"run {self._run_id}: stored field {name!r} is not a number: {text!r}"
+            f"{self._run_id}: stored field {name!r} is not a number: {text!r}"
         )
 
 
@@ -248,6 +258,23 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         timeout=read.optional_number("timeout"),
         progress=read.optional_text("progress"),
         priority=read.optional_integer("priority") or 0,
+        batch_id=read.optional_text("batch"),
+    )
+
+
+def decode_batch(batch_id: str, fields: Mapping[str, str]) -> BatchRecord:
+    """A BatchRecord from a batch hash (HGETALL), or CorruptRecordError."""
+    read = _Fields(batch_id, fields, "batch")
+    return BatchRecord(
+        id=batch_id,
+        created_at=read.number("created_at"),
+        total=read.integer("total"),
+        succeeded=read.integer("succeeded"),
+        failed=read.integer("failed"),
+        canceled=read.integer("canceled"),
+        open=read.integer("open") == 1,
+        completed_at=read.optional_number("completed_at"),
+        callback_run_id=read.optional_text("callback_run_id"),
     )
 
 

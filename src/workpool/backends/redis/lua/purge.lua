@@ -10,7 +10,8 @@
 -- taken (their lists, when its hash notes it has some, and its set of their keys), its
 -- idempotency key if that still names it, its list entry and its finished entry;
 -- terminal runs are in no other index. Runs it started and the run that started it are
--- left alone.
+-- left alone. Then up to limit batches completed before finished_before go (hash,
+-- failed ids, cancelable set).
 
 local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 
@@ -42,6 +43,18 @@ if limit > 0 then
     if run[1] then
       deleted = deleted + 1
     end
+  end
+end
+
+if limit > 0 then
+  local b = batches()
+  local completed = redis.call('ZRANGEBYSCORE', b.completed_key(), '-inf',
+    '(' .. finished_before, 'LIMIT', 0, limit)
+  for _, batch_id in ipairs(completed) do
+    redis.call('DEL', b.key(batch_id), b.failed_key(batch_id), b.cancelable_key(batch_id))
+  end
+  if #completed > 0 then
+    redis.call('ZREM', b.completed_key(), unpack(completed))
   end
 end
 

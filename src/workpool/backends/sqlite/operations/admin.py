@@ -1,5 +1,5 @@
 """Operations outside a run's execution: queue settings, the workflow registry, worker
-records, named leases, failing unserved runs, retention and re-runs.
+records, named leases, failing unserved runs, retention, re-runs and canceling a batch.
 """
 
 from __future__ import annotations
@@ -112,8 +112,19 @@ class Admin(Ending):
         ids = [records.text(row, "id") for row in found.fetchall()]
         if ids:
             self._execute("delete_runs", ids=json.dumps(ids))
+        self._execute("delete_completed_batches", before=finished_before, limit=limit)
         self._execute("delete_counters", before=counters_before)
         return len(ids)
+
+    def cancel_batch(self, batch_id: str, reason: str | None, limit: int, now: float) -> int | None:
+        """Cancel up to ``limit`` unfinished runs of the batch not yet cancel-requested,
+        smallest id first; None if there is no such batch."""
+        if self.get_batch_record(batch_id) is None:
+            return None
+        found = self._execute("cancelable_in_batch", batch_id=batch_id, limit=limit).fetchall()
+        for row in found:
+            self._cancel_active(records.text(row, "id"), records.text(row, "status"), reason, now)
+        return len(found)
 
     def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
         """Store a queued copy of a failed or canceled run, linked both ways."""

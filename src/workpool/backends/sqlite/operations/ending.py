@@ -12,13 +12,13 @@ import sqlite3
 
 from workpool.backends.base import TERMINAL_STATES, CancelResult, StepStatus
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import Admission, gate_id
+from workpool.backends.sqlite.operations.batches import Batches
 from workpool.backends.sqlite.operations.transaction import COUNTERS
 
 ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended")
 
 
-class Ending(Admission):
+class Ending(Batches):
     """Ending, requeueing and canceling runs, with all that follows in the same transaction."""
 
     def _end(
@@ -57,6 +57,8 @@ class Ending(Admission):
         ] += 1
         self._fill(*left)
         self._fire_hooks(ended, now)
+        if ended["batch_id"] is not None:
+            self._batch_run_ended(records.text(ended, "batch_id"), run_id, status, now)
         parent_id, parent_step = ended["parent_run_id"], ended["parent_step"]
         if parent_id is not None and parent_step is not None:
             outcome, output, error = child_outcome(ended)
@@ -92,31 +94,8 @@ class Ending(Admission):
         for index, hook in enumerate(records.decode_hooks(ended)):
             if hook.on_failure_only and status != "failed":
                 continue
-            gate = None if hook.max_concurrency is None else gate_id(hook.workflow, None)
-            inserted = self._execute(
-                "insert_run",
-                id=f"{run_id}-{index}",
-                workflow=hook.workflow,
-                queue=hook.queue,
-                status="queued",
-                input=records.hook_input(ended, hook.context),
-                retry=hook.retry,
-                hooks="[]",
-                now=now,
-                available_at=now,
-                idempotency_key=None,
-                parent_run_id=None,
-                parent_step=None,
-                gate=gate,
-                gate_limit=hook.max_concurrency,
-                rate_limits=None,
-                timeout=None,
-                priority=hook.priority,
-                rank_offset=hook.rank_offset,
-            )
-            if inserted.rowcount:
-                self.woken.add(hook.queue)
-                self._fill(gate, hook.max_concurrency)
+            input_json = records.hook_input(ended, hook.context)
+            self._enqueue_hook_run(f"{run_id}-{index}", hook, input_json, now)
 
     def _requeue(self, run_id: str, now: float, *, lease_loss: int, resume: bool = False) -> None:
         left = self._leave_gate(run_id)

@@ -39,7 +39,7 @@ end
 
 -- The new run whose RUN_FIELDS arguments start at ARGV[base] (enqueueing.lua): its
 -- available_at; with a key, its expiry and TTL (ms, >= 1); with a gate, its limit (>= 1);
--- its rank_offset, within 1e12 s either way.
+-- its rank_offset, within 1e12 s either way; its debounce_until, if any.
 local function bad_new_run(base)
   local where = 'run ' .. ARGV[base] .. ': '
   local offset = ARGV[base + 16]
@@ -52,6 +52,9 @@ local function bad_new_run(base)
   end
   if ARGV[base + 10] ~= '' then
     checks[#checks + 1] = { 10, 'max_concurrency', 1 }
+  end
+  if ARGV[base + 18] ~= '' then
+    checks[#checks + 1] = { 18, 'debounce_until' }
   end
   for _, check in ipairs(checks) do
     local value = ARGV[base + check[1]]

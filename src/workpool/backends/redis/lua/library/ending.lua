@@ -23,10 +23,11 @@ end
 
 -- End a run in a terminal status: set fields, leave its indexes and its gate (and
 -- note a running run left 'running', see queues.lua), join the finished set, count the
--- outcome, fire hooks, tell its parent, cancel its awaited children if canceled. run:
--- as read_run (waiting.lua) returns it, in the same script. fields: extra hash
--- field/value pairs to store (a table of the caller's, which this extends). Returns how
--- many children (and further down) it canceled or cancel-requested.
+-- outcome, fire hooks, count it in its batch (batches.lua), tell its parent, cancel its
+-- awaited children if canceled. run: as read_run (waiting.lua) returns it, in the same
+-- script. fields: extra hash field/value pairs to store (a table of the caller's, which
+-- this extends). Returns how many children (and further down) it canceled or
+-- cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
@@ -63,6 +64,7 @@ local function end_run(run_id, run, status, now, fields)
       notify_parent(run_id, parent_id, parent_step, status, stored, now)
     end
   end
+  if run.batch then batches().run_ended(run.batch, run_id, status, now) end
   if status == 'canceled' and has_steps == '1' then
     return cancel_awaited_children(run_id, now)
   end
@@ -89,8 +91,9 @@ cancel_one = function(run_id, reason, now)
   end
   redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
-    -- A cancel-requested run is no longer selectable by cancel_many.
+    -- A cancel-requested run is no longer selectable by cancel_many (or cancel_batch).
     zrem_later(workflow_cancelable_key(run[3]), run_id)
+    if run.batch then zrem_later(batches().cancelable_key(run.batch), run_id) end
     return 'requested', 1
   end
   return 'canceled', 1 + end_run(run_id, run, 'canceled', now, {})

@@ -13,12 +13,14 @@
 --   runs; ignored for a run that is not gated),
 --   rate (JSON text of its rate limits, [[limiter id, count, per], ...]; see rates.lua),
 --   timeout (seconds one attempt may execute, string),
---   priority (integer, stored for reading), rank_offset (seconds; see ready.lua)
+--   priority (integer, stored for reading), rank_offset (seconds; see ready.lua),
+--   debounce (its debounce key: the run is debounced, see debouncing.lua),
+--   debounce_until (seconds, string: the latest its start may move to)
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 17
+local RUN_FIELDS = 19
 
 local function optional(value)
   if value == '' then
@@ -36,7 +38,8 @@ local function run_from_args(base)
     hooks = optional(ARGV[base + 6]), idempotency_key = optional(ARGV[base + 7]),
     gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 13]),
     timeout = optional(ARGV[base + 14]), priority = optional(ARGV[base + 15]),
-    rank_offset = optional(ARGV[base + 16]),
+    rank_offset = optional(ARGV[base + 16]), debounce = optional(ARGV[base + 17]),
+    debounce_until = optional(ARGV[base + 18]),
   }
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])
@@ -58,10 +61,10 @@ local function remembered(key, now)
   return nil
 end
 
--- Store the run of run_from_args unless its key or id is taken or it skips a busy
--- gate. Returns nil and whether the caller must wake its queue (see store_run) when
--- it was stored, false when it was skipped (its key is not remembered), else the id
--- of the run already there.
+-- Store the run of run_from_args unless its key or id is taken, it skips a busy gate or
+-- it collapses into a debounced run. Returns nil and whether the caller must wake its
+-- queue (see store_run) when it was stored, false when it was skipped (its key is not
+-- remembered), else the id of the run already there (or collapsed into).
 local function enqueue_one(parsed, now)
   local run, expires_at, ttl_ms = parsed[1], parsed[2], parsed[3]
   local key = nil
@@ -75,11 +78,18 @@ local function enqueue_one(parsed, now)
   if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
     return false
   end
+  local pending = run.debounce and debouncing().collapse(run, now)
+  if pending then
+    return pending
+  end
   if run_exists(run.id) then
     return run.id
   end
   if key then
     redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)
+  end
+  if run.debounce then
+    debouncing().remember(run, now)
   end
   absent_ids[run.id] = nil  -- stored now (existing.lua)
   return nil, store_run(run, now)

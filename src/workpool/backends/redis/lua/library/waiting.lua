@@ -5,10 +5,14 @@ local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
 -- The fields of a run that transitions read (run[1..10]: status, queue, workflow,
 -- hooks, parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), then
--- those named after (run[11], ...).
+-- those named after (run[11], ...), and its batch as run.batch (nil: none).
 local function read_run(run_id, ...)
-  return redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks',
-    'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', ...)
+  local named = { ... }
+  named[#named + 1] = 'batch'
+  local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks',
+    'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', unpack(named))
+  run.batch = run[10 + #named] or nil
+  return run
 end
 
 -- Make a run waiting: queued if available_at <= now (ready, or at its gate if gate is
@@ -28,9 +32,7 @@ local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
   elseif gate then
     local count, at_once = gate_room(gate, limit)
     local fields = { 'available_at', available_at }
-    if at_once then
-      fields[3], fields[4] = 'admitted', '1'
-    end
+    if at_once then fields[3], fields[4] = 'admitted', '1' end
     set_status(run_id, queue, workflow, from, 'queued', unpack(fields))
     return join_gate(run_id, gate, limit, queue, workflow, available_at, count, at_once)
   else
@@ -53,16 +55,15 @@ local function drop_lease(run_id, run, fields)
   end
 end
 
-local OPTIONAL_RUN_FIELDS = {
-  'retry', 'hooks', 'idempotency_key', 'parent_run_id', 'parent_step', 'gate', 'gate_limit',
-  'rate', 'rate_reserved', 'retry_of', 'timeout', 'priority', 'rank_offset',
-}
+local OPTIONAL_RUN_FIELDS = { 'retry', 'hooks', 'idempotency_key', 'parent_run_id',
+  'parent_step', 'gate', 'gate_limit', 'rate', 'rate_reserved', 'retry_of', 'timeout',
+  'priority', 'rank_offset', 'batch', 'debounce_until' }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
 -- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua),
--- retry_of, priority and rank_offset (ready.lua).
--- Returns true when the caller must wake its pair (see make_waiting).
+-- retry_of, priority and rank_offset (ready.lua), batch (its batch id) and debounce_until
+-- (debouncing.lua). Returns true when the caller must wake its pair (see make_waiting).
 local function store_run(run, now)
   local status, count, at_once = 'queued', nil, false
   if run.rate and tonumber(run.available_at) <= tonumber(now) then
