@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -16,6 +18,10 @@ from workpool import (
     RunContext,
     Workpool,
 )
+from workpool.backends.values import Lease
+from workpool.engine.batching import add_to_own_batch
+from workpool.engine.environment import LeaseLost, StepEnvironment
+from workpool.engine.fencing import LocalLease
 
 
 def define(pool: Workpool) -> dict[str, Any]:
@@ -141,3 +147,21 @@ def test_the_sync_twins_work(backend_url: str) -> None:
     assert batch.cancel_sync() == 2
     assert batch.wait_sync(timeout=5).canceled == 2
     pool.close()
+
+
+async def test_a_run_past_its_local_lease_adds_nothing_to_its_batch(pool: Workpool) -> None:
+    """A stalled worker (its lease not confirmed in time) writes nothing, as for a step."""
+    flows = define(pool)
+    batch = await pool.batch([flows["file"].prepare(["a@example.com"])])
+    env = StepEnvironment(
+        pool.registry,
+        pool.settings,
+        await pool.backend(),
+        Lease(run_id=batch.runs[0].id, token="a lease the worker no longer trusts"),
+        ThreadPoolExecutor(1),
+        has_steps=False,
+        local_lease=LocalLease(time.monotonic() - 1),
+    )
+    with pytest.raises(LeaseLost, match="lease not confirmed in time"):
+        await add_to_own_batch(env, batch.id, "rows", [flows["row"].prepare("b@example.com")])
+    assert (await batch.status()).total == 1

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from workpool.builder import build_new_run
 from workpool.definitions import PreparedRun
-from workpool.engine.environment import StepEnvironment
+from workpool.engine.environment import StepEnvironment, check_lease
 
 
 async def add_to_own_batch(
@@ -18,7 +18,10 @@ async def add_to_own_batch(
     """Store ``runs`` in the batch of the leased run, as added by that run (so a closed
     batch takes them: it cannot complete while the run has not ended). Each run without
     an idempotency key gets one from (run id, ``name``, its position), so an add that a
-    retry or a replay repeats stores each run once. Returns the stored runs' ids."""
+    retry or a replay repeats stores each run once. Returns the stored runs' ids.
+    LeaseLost, with nothing stored, once the worker's lease is past confirming (as for a
+    step)."""
+    check_lease(env, f"add to its batch ({name!r})")
     run_id = env.lease.run_id
     now = env.settings.clock.now()
     new_runs = [

@@ -118,7 +118,8 @@ class RunContext:
         a step's, makes the add safe to repeat: each run without an idempotency key of
         its own gets one from (this run, ``name``, its position), so a retry or replay
         stores each run once. Returns the runs' ids. ConfigurationError if the run is in
-        no batch."""
+        no batch; LeaseLost (nothing stored) if this worker's lease ran out, as for a
+        step."""
         if self.batch_id is None or self._env is None:
             raise ConfigurationError(
                 f"run {self.run_id} is in no batch: only runs stored by pool.batch(...) "
