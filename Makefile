@@ -14,8 +14,8 @@ demo: $(STAMP)
 	$(PY) examples/orders.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples benchmarks
-	$(VENV)/bin/ruff format --check src tests examples benchmarks
+	$(VENV)/bin/ruff check src tests examples benchmarks scripts
+	$(VENV)/bin/ruff format --check src tests examples benchmarks scripts
 
 types: $(STAMP)
 	$(VENV)/bin/mypy

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.redis_server import RedisServer
+
 from workpool import RunContext, Workpool
 from workpool.backends.base import Finish
 from workpool.clock import ManualClock
@@ -52,11 +53,15 @@ async def add_history(pool: Workpool, clock: ManualClock, count: int) -> str:
     charge = pool.workflows["charge"]
     last = ""
     for done in range(0, count, BATCH):
-        handles = await pool.enqueue_many([charge.prepare(n) for n in range(min(BATCH, count - done))])
+        handles = await pool.enqueue_many(
+            [charge.prepare(n) for n in range(min(BATCH, count - done))]
+        )
         claimed = await backend.claim(
             ["default"], "cost", BATCH, 60.0, 3, clock.now(), workflows=["charge"]
         )
-        await backend.finish([Finish(run.lease, "succeeded", output="1") for run in claimed.runs], clock.now())
+        await backend.finish(
+            [Finish(run.lease, "succeeded", output="1") for run in claimed.runs], clock.now()
+        )
         last = handles[-1].id
         clock.advance(60 * 60 / max(1, count / BATCH))  # spread over the hour
     return last
@@ -102,9 +107,14 @@ async def _row(pool: Workpool, label: str, run_id: str, repeat: int) -> str:
 
 async def main(arguments: argparse.Namespace) -> None:
     histories = [int(size) for size in arguments.history.split(",")]
-    header = "| store | overview | run page | runs list (50) | workflows |\n| --- | ---: | ---: | ---: | ---: |"
+    header = (
+        "| store | overview | run page | runs list (50) | workflows |\n"
+        "| --- | ---: | ---: | ---: | ---: |"
+    )
     with tempfile.TemporaryDirectory() as folder:
-        sqlite_rows = await measure(f"sqlite:///{folder}/cost.db", histories, arguments.backlog, arguments.repeat)
+        sqlite_rows = await measure(
+            f"sqlite:///{folder}/cost.db", histories, arguments.backlog, arguments.repeat
+        )
     with RedisServer() as server:
         redis_rows = await measure(server.url, histories, arguments.backlog, arguments.repeat)
     for name, rows in (("SQLite", sqlite_rows), ("Redis", redis_rows)):
