@@ -178,7 +178,8 @@ def main() -> None:
     claim, finish = asyncio.run(drain_costs(folder, runs))
     bar = (before + after) / 2
     print(
-        f"raw bar {bar:,.0f}/s ({before:,.0f} before, {after:,.0f} after; {raw_bytes:,.0f} WAL bytes each); with five indexes "
+        f"raw bar {bar:,.0f}/s ({before:,.0f} before, {after:,.0f} after; "
+        f"{raw_bytes:,.0f} WAL bytes each); with five indexes "
         f"{indexed:,.0f}/s ({indexed / bar:.0%} of the bar, {indexed_bytes:,.0f} bytes); "
         f"backend.enqueue {enqueue:,.0f}/s ({enqueue / bar:.0%}, {enqueue_bytes:,.0f} bytes); "
         f"await wf.run {client:,.0f}/s ({client / bar:.0%}); "
