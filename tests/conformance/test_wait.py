@@ -7,13 +7,16 @@ are slow and loaded, and the spec allows spurious early returns.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
 
 from tests.conformance.helpers import WORKFLOW, BackendFactory, claim, enqueue, new_run
+from workpool.backends import open_backend
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
+from workpool.errors import BackendUnavailableError
 
 LONG_TIMEOUT = 8.0
 
@@ -112,3 +115,12 @@ async def test_a_wait_longer_than_a_client_read_timeout_returns_quietly(backend:
     await backend.wait_for_work(["idle"], 5.5, workflows=[WORKFLOW])
 
     assert time.monotonic() - started >= 5.0
+
+
+async def test_a_wait_begun_after_close_ends_at_once(backend_url: str) -> None:
+    """A worker's last wait may start as its backend closes (shutdown): it returns or
+    says the backend is closed, and never waits out its timeout."""
+    backend = await open_backend(backend_url)
+    await backend.close()
+    with contextlib.suppress(BackendUnavailableError):
+        await asyncio.wait_for(backend.wait_for_work(["q"], 30, workflows=["wf"]), timeout=5)

@@ -601,6 +601,7 @@ class Backend(Protocol):
 
         May return early spuriously; callers claim afterwards anyway. Must not busy
         poll: an idle worker costs the backend at most a few operations per second.
+        Once ``close`` has begun, returns at once (or raises BackendUnavailableError).
         """
         ...
 

@@ -42,13 +42,16 @@ class WaitLink:
         """BLPOP one of ``keys`` (seconds: at least 0.001), or return after ``seconds``.
 
         A network failure raises BackendUnavailableError, unless the link was closed
-        meanwhile (a wait that ``close`` cut returns quietly).
+        meanwhile: a wait that ``close`` cut, or that began or connected after it,
+        returns quietly.
         """
         connection = None
         deadline = asyncio.timeout(seconds + DEADLINE_SLACK)
         try:
             async with deadline:
                 connection = await self._connection()
+                if self._closed:  # before or while it connected: close could not cut it
+                    raise ConnectionError("the link was closed")
                 await connection.send_packed_command(
                     # hiredis's stub types the tuple as one element long.
                     hiredis.pack_command(("BLPOP", *keys, f"{seconds:.3f}")),  # type: ignore[arg-type]
