@@ -353,21 +353,32 @@ class Client:
 
     # -- events --------------------------------------------------------------------
 
-    async def send_event(self, run_id: str, key: str, payload: Any) -> None:
+    async def send_event(
+        self, run_id: str, key: str, payload: Any, *, event_id: str | None = None
+    ) -> bool:
         """Send an event to run ``run_id`` under ``key``, with ``payload`` (any JSON value
         within the pool's ``max_payload_bytes``; PayloadError otherwise, and nothing is
         sent). Stored durably before it returns; a ``ctx.step.wait_for_event(name,
         key)`` of the run takes it, one wait per event, in send order, also if the event
         came first. A run suspended waiting on ``key`` is queued at once, in the same
         atomic operation. RunNotFoundError for an unknown id; RunStateError for a run
-        that has finished."""
+        that has finished.
+
+        ``event_id`` (a name, e.g. a webhook's delivery id) makes a sender's retry
+        safe: an event of an id the run was sent before is not stored again, and the
+        call returns False (also once the run has finished). Returns True when stored."""
         check_name(key, what="event key")
+        if event_id is not None:
+            check_name(event_id, what="event id")
         what = f"payload of event {key!r} for run {run_id}"
         text = check_size(
             to_json(payload, what=what), what=what, limit=self.settings.max_payload_bytes
         )
         backend = await self.backend()
-        result = await backend.send_event(run_id, key, text, self.settings.clock.now())
+        now = self.settings.clock.now()
+        result = await backend.send_event(run_id, key, text, now, event_id)
+        if result == "duplicate":
+            return False
         if result == "not_found":
             raise RunNotFoundError(
                 f"no run with id {run_id!r} exists: send events to a run by the id its "
@@ -378,6 +389,7 @@ class Client:
                 f"run {run_id} has finished and takes no more events; send events while it "
                 "runs or waits, or start a new run"
             )
+        return True
 
     async def get_event(
         self, run_id: str, key: str, timeout: timedelta | float | None = None

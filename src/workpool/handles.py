@@ -34,7 +34,9 @@ class RunSource(Protocol):
         """Cancel a run (``Workpool.cancel``)."""
         ...
 
-    async def send_event(self, run_id: str, key: str, payload: Any) -> None:
+    async def send_event(
+        self, run_id: str, key: str, payload: Any, *, event_id: str | None = None
+    ) -> bool:
         """Send an event to a run (``Workpool.send_event``)."""
         ...
 
@@ -97,9 +99,10 @@ class RunHandle(Generic[OutputT]):
         """The latest progress its handler reported (``ctx.set_progress``), or None."""
         return (await self._read()).progress
 
-    async def send_event(self, key: str, payload: Any) -> None:
-        """Send the run an event (see ``Workpool.send_event``)."""
-        await self.client.send_event(self.id, key, payload)
+    async def send_event(self, key: str, payload: Any, *, event_id: str | None = None) -> bool:
+        """Send the run an event; False if one of ``event_id`` was sent before (see
+        ``Workpool.send_event``)."""
+        return await self.client.send_event(self.id, key, payload, event_id=event_id)
 
     async def get_event(self, key: str, timeout: timedelta | float | None = None) -> Any:
         """The value the run published under ``key``, waiting for it while the run is
@@ -126,9 +129,11 @@ class RunHandle(Generic[OutputT]):
         """``progress`` for synchronous code."""
         return self.client.portal.call(self.progress(), "handle.progress")
 
-    def send_event_sync(self, key: str, payload: Any) -> None:
+    def send_event_sync(self, key: str, payload: Any, *, event_id: str | None = None) -> bool:
         """``send_event`` for synchronous code."""
-        self.client.portal.call(self.send_event(key, payload), "handle.send_event")
+        return self.client.portal.call(
+            self.send_event(key, payload, event_id=event_id), "handle.send_event"
+        )
 
     def get_event_sync(self, key: str, timeout: timedelta | float | None = None) -> Any:
         """``get_event`` for synchronous code."""

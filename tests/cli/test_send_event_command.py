@@ -17,11 +17,17 @@ async def test_an_event_sent_from_the_command_line_is_taken_by_the_run(backend_u
 
     try:
         handle = await approval.run(None)
-        sent = workpool(backend_url, "runs", "send-event", handle.id, "decision", '{"ok": true}')
+        command = ("runs", "send-event", handle.id, "decision", '{"ok": true}', "--event-id", "d1")
+        sent = workpool(backend_url, *command)
         assert (sent.returncode, sent.stdout, sent.stderr) == (
             0,
             f"run {handle.id}: event 'decision' sent\n",
             "",
+        )
+        again = workpool(backend_url, *command)  # a retried delivery
+        assert (again.returncode, again.stdout) == (
+            0,
+            f"run {handle.id}: event 'd1' was sent before; not sent again\n",
         )
         async with pool.worker(concurrency=1):
             assert await handle.result(timeout=10) == {"ok": True}

@@ -255,6 +255,43 @@ async def test_sending_to_an_unknown_or_finished_run_stores_nothing(
     assert await status_of(backend, canceled) == "canceled"
 
 
+async def test_an_event_id_is_stored_once_per_run(backend: Backend, clock: ManualClock) -> None:
+    """A sender that retries (a webhook delivered twice) names its event: the repeat
+    stores nothing and wakes nothing, even after the first was taken."""
+    now = clock.now()
+    run_id = await waiting_run(backend, now)
+    assert await backend.send_event(run_id, KEY, '"first"', now, "delivery-1") == "sent"
+    assert await backend.send_event(run_id, KEY, '"again"', now, "delivery-1") == "duplicate"
+    claimed = await claim_one(backend, now + 1)
+    assert (await take(backend, claimed, f"wait-{KEY}", now + 1)).output == '"first"'
+    assert (await take(backend, claimed, "second wait", now + 1)).status == "waiting"
+    assert await backend.send_event(run_id, KEY, '"late"', now + 1, "delivery-1") == "duplicate"
+    assert await backend.send_event(run_id, KEY, '"other"', now + 1, "delivery-2") == "sent"
+    assert (await take(backend, claimed, "second wait", now + 1)).output == '"other"'
+    assert await backend.send_event(run_id, KEY, '"plain"', now + 1) == "sent"
+
+
+async def test_an_event_id_belongs_to_its_run(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    first, second = await enqueue_new(backend, now), await enqueue_new(backend, now)
+    assert await backend.send_event(first, KEY, "1", now, "delivery-1") == "sent"
+    assert await backend.send_event(second, KEY, "1", now, "delivery-1") == "sent"
+
+
+async def test_a_repeated_event_id_to_a_finished_run_is_a_duplicate(
+    backend: Backend, clock: ManualClock
+) -> None:
+    """The repeat of an event that the run got before it finished is no error: the
+    sender's retry succeeded the first time."""
+    now = clock.now()
+    run_id = await enqueue_new(backend, now)
+    assert await backend.send_event(run_id, KEY, "1", now, "delivery-1") == "sent"
+    claimed = await claim_one(backend, now)
+    assert await backend.finish([Finish(claimed.lease, "succeeded", output="1")], now)
+    assert await backend.send_event(run_id, KEY, "1", now + 1, "delivery-1") == "duplicate"
+    assert await backend.send_event(run_id, KEY, "1", now + 1, "delivery-2") == "finished"
+
+
 async def test_a_woken_run_waits_at_its_full_gate(backend: Backend, clock: ManualClock) -> None:
     now = clock.now()
     run_id = await enqueue_new(backend, now, max_concurrency=1)
@@ -304,7 +341,7 @@ async def test_purge_deletes_events_and_published_values_with_their_run(
     now = clock.now()
     run = new_run(now)
     await backend.enqueue([run], now)
-    await backend.send_event(run.id, KEY, '"unread"', now)
+    await backend.send_event(run.id, KEY, '"unread"', now, "delivery-1")
     claimed = await claim_one(backend, now)
     assert await backend.set_event(claimed.lease, "status", '"done"')
     assert await backend.finish([Finish(claimed.lease, "succeeded", output="1")], now)
@@ -316,6 +353,7 @@ async def test_purge_deletes_events_and_published_values_with_their_run(
     again = await claim_one(backend, now + 2)
     assert await backend.get_event(run.id, "status") == EventValue("running", None)
     assert (await take(backend, again, "approve", now + 2)).status == "waiting"
+    assert await backend.send_event(run.id, KEY, '"new"', now + 2, "delivery-1") == "sent"
 
 
 async def test_a_rerun_starts_without_the_events_and_values_of_the_old_run(

@@ -167,6 +167,38 @@ async def test_bad_payloads_are_refused_and_nothing_is_sent(
         assert await handle.result(timeout=20) is None  # nothing came
 
 
+async def test_a_retried_delivery_with_its_event_id_is_taken_once(pool: Workpool) -> None:
+    @pool.workflow()
+    async def approval(ctx: RunContext, _: None) -> list[Any]:
+        first = await ctx.step.wait_for_event("first", "decision")
+        second = await ctx.step.wait_for_event("second", "decision", timeout=0.5)
+        return [first, second]
+
+    handle = await approval.run(None)
+    assert await pool.send_event(handle.id, "decision", "yes", event_id="delivery-7") is True
+    assert await handle.send_event("decision", "yes again", event_id="delivery-7") is False
+    assert (
+        await asyncio.to_thread(handle.send_event_sync, "decision", "yes", event_id="delivery-7")
+        is False
+    )
+    async with fast_worker(pool):
+        assert await handle.result(timeout=20) == ["yes", None]  # the repeats stored nothing
+    assert await pool.send_event(handle.id, "decision", "late", event_id="delivery-7") is False
+
+
+@pytest.mark.parametrize("event_id", ["", "x" * 201, "line\nbreak", 42])
+async def test_bad_event_ids_are_refused_and_nothing_is_sent(pool: Workpool, event_id: Any) -> None:
+    @pool.workflow()
+    async def listener(ctx: RunContext, _: None) -> Any:
+        return await ctx.step.wait_for_event("wait", "k", timeout=0.2)
+
+    handle = await listener.run(None)
+    with pytest.raises(ConfigurationError, match="event id"):
+        await handle.send_event("k", 1, event_id=event_id)
+    async with fast_worker(pool):
+        assert await handle.result(timeout=20) is None
+
+
 @pytest.mark.parametrize("key", ["", "x" * 201, "line\nbreak", 42])
 async def test_bad_keys_are_refused(pool: Workpool, key: Any) -> None:
     @pool.workflow()

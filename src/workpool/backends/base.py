@@ -394,11 +394,16 @@ class Backend(Protocol):
         """
         ...
 
-    async def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
+    async def send_event(
+        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+    ) -> EventSent:
         """Store an event for a run, in ONE atomic operation.
 
-        Unknown run: ``"not_found"``; a terminal run: ``"finished"``; neither stores
-        anything. Otherwise store ``payload`` (JSON text) after the run's earlier events
+        Unknown run: ``"not_found"``. An ``event_id`` the run was sent before (whatever
+        the key, taken or not, the run finished or not): ``"duplicate"``. A terminal
+        run: ``"finished"``. None of these stores anything. Otherwise remember
+        ``event_id`` (if given) with the run, store ``payload`` (JSON text) after the
+        run's earlier events
         of ``key`` (``take_event`` takes them oldest first) and return ``"sent"``; if the
         run is ``suspended`` and its suspension waits on ``key`` (``Finish.events``), it
         becomes ``queued`` now as when an awaited child ends: out of its timer, through

@@ -23,7 +23,7 @@ FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
 StepKind = Literal["run", "workflow", "emit", "sleep", "event"]
 StepStatus = Literal["waiting", "succeeded", "failed", "canceled"]
 CancelResult = Literal["canceled", "requested", "finished", "not_found"]
-EventSent = Literal["sent", "not_found", "finished"]
+EventSent = Literal["sent", "duplicate", "not_found", "finished"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -240,13 +240,19 @@ def cancel(run_id: str, reason: str | None, url: str | None) -> None:
 @click.argument("run_id")
 @click.argument("key")
 @click.argument("payload")
+@click.option(
+    "--event-id",
+    default=None,
+    help="Name the event: sending the same id to the run again stores nothing.",
+)
 @URL_OPTION
-def send_event(run_id: str, key: str, payload: str, url: str | None) -> None:
+def send_event(run_id: str, key: str, payload: str, event_id: str | None, url: str | None) -> None:
     """Send run RUN_ID an event of KEY with PAYLOAD, a JSON value.
 
     A ctx.step.wait_for_event of the run takes it (one wait per event, in send order,
     also if the event comes first); a run waiting on KEY starts again at once. A
-    finished or unknown run is refused (exit code 1).
+    finished or unknown run is refused (exit code 1). With --event-id, an id the run
+    was sent before is reported and not sent again (exit code 0).
     """
     try:
         value = json.loads(payload)
@@ -255,8 +261,11 @@ def send_event(run_id: str, key: str, payload: str, url: str | None) -> None:
             f"{payload!r} is not JSON ({error}); quote a string as '\"yes\"'",
             param_hint="'PAYLOAD'",
         ) from None
-    run_with_pool(url, lambda pool: pool.send_event(run_id, key, value))
-    click.echo(f"run {run_id}: event {key!r} sent")
+    sent = run_with_pool(url, lambda pool: pool.send_event(run_id, key, value, event_id=event_id))
+    if sent:
+        click.echo(f"run {run_id}: event {key!r} sent")
+    else:
+        click.echo(f"run {run_id}: event {event_id!r} was sent before; not sent again")
 
 
 @runs.command()

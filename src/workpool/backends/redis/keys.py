@@ -37,6 +37,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            (the run's hash has inbox '1' once it has one)
     {p}:run:<run id>:published             hash: key -> the value (JSON text) the run
                                            published under it, the last one
+    {p}:run:<run id>:event_ids             set: the event ids (send_event's event_id)
+                                           the run was sent; only with an id (the
+                                           hash's inbox is '1' by then)
     {p}:ready:<pair>                       sorted set: the pair's claimable run ids
                                            (queued: ungated, or admitted by their gate),
                                            score the run's rank, or rank - 3e12 for a run
@@ -168,6 +171,9 @@ class Keys:
 
     def inbox_keys(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:inbox"
+
+    def event_ids(self, run_id: str) -> str:
+        return f"{self.tag}:run:{run_id}:event_ids"
 
     def published(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:published"

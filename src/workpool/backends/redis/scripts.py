@@ -201,9 +201,11 @@ class Scripts:
         stored = await self._take_event([now, *lease, name, step_json, key])
         return None if stored is None else str(stored)
 
-    async def send_event(self, now: str, run_id: str, key: str, payload: str) -> str:
-        """'sent', 'not_found' or 'finished'."""
-        return str(await self._send_event([now, run_id, key, payload]))
+    async def send_event(
+        self, now: str, run_id: str, key: str, payload: str, event_id: str | None
+    ) -> str:
+        """'sent', 'duplicate', 'not_found' or 'finished'."""
+        return str(await self._send_event([now, run_id, key, payload, event_id or ""]))
 
     async def set_event(self, lease: tuple[str, str], key: str, value: str) -> bool:
         """Whether the lease was held and the value stored."""

@@ -700,6 +700,14 @@ DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
 -- Status of run :id and the event keys its suspension waits on (no row: unknown id).
 SELECT status, awaited_events FROM runs WHERE id = :id;
 
+-- name: event_id_seen
+-- A row if run :run_id was sent an event named :event_id.
+SELECT 1 FROM event_ids WHERE run_id = :run_id AND event_id = :event_id;
+
+-- name: remember_event_id
+-- Run :run_id was sent the event named :event_id (send_event stores it once).
+INSERT INTO event_ids (run_id, event_id) VALUES (:run_id, :event_id);
+
 -- name: store_event
 -- Add an event of :key with :payload (JSON text) after run :run_id's earlier ones.
 INSERT INTO events (run_id, key, payload) VALUES (:run_id, :key, :payload);

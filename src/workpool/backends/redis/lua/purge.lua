@@ -35,6 +35,7 @@ if limit > 0 then
         for _, key in ipairs(redis.call('SMEMBERS', inbox_keys_key(run_id))) do
           redis.call('DEL', inbox_key(run_id, key))
         end
+        redis.call('DEL', event_ids_key(run_id))
       end
     end
     redis.call('DEL', run_key(run_id), steps_key(run_id), children_key(run_id),

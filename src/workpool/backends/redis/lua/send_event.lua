@@ -6,15 +6,18 @@
 -- ARGV[2]  run id
 -- ARGV[3]  event key
 -- ARGV[4]  the event's payload (JSON text)
+-- ARGV[5]  the event's id ('' for none)
 --
--- Returns 'sent', 'not_found' or 'finished' (terminal: nothing stored). The payload goes
+-- Returns 'sent', 'not_found', 'duplicate' (the run was sent an event of this id before,
+-- finished or not: nothing stored) or 'finished' (terminal: nothing stored). An id is
+-- added to the run's set of event ids. The payload goes
 -- at the end of the run's list of the key; the key joins the run's set of keys, and the
 -- run's hash notes that it has one (field inbox '1', so that purge looks for lists only
 -- then). A suspended run whose awaited_events (its suspension's keys, a JSON array)
 -- holds the key is queued now (resume_suspended). A bad now gets an error reply and
 -- nothing is written.
 
-local now, run_id, key, payload = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local now, run_id, key, payload, event_id = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 
 local refused = bad_now()
 if refused then return refused end
@@ -22,8 +25,13 @@ local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 
   'gate_limit', 'rate', 'awaited_events', 'inbox')
 if not run[1] then
   return 'not_found'
+elseif event_id ~= '' and redis.call('SISMEMBER', event_ids_key(run_id), event_id) == 1 then
+  return 'duplicate'
 elseif TERMINAL[run[1]] then
   return 'finished'
+end
+if event_id ~= '' then
+  redis.call('SADD', event_ids_key(run_id), event_id)
 end
 redis.call('RPUSH', inbox_key(run_id, key), payload)
 redis.call('SADD', inbox_keys_key(run_id), key)

@@ -16,15 +16,25 @@ from workpool.backends.sqlite.operations.steps import Steps
 class Events(Steps, Ending):
     """Storing events, handing them to steps, publishing values."""
 
-    def send_event(self, run_id: str, key: str, payload: str, now: float) -> EventSent:
-        """Store the event; queue the run if its suspension waits on ``key``."""
+    def send_event(
+        self, run_id: str, key: str, payload: str, now: float, event_id: str | None
+    ) -> EventSent:
+        """Store the event unless its id was seen; queue the run if its suspension
+        waits on ``key``."""
         check_now(now)
         row = self._execute("event_target", id=run_id).fetchone()
         if row is None:
             return "not_found"
+        if (
+            event_id is not None
+            and self._execute("event_id_seen", run_id=run_id, event_id=event_id).fetchone()
+        ):
+            return "duplicate"
         status = records.text(row, "status")
         if status in TERMINAL_STATES:
             return "finished"
+        if event_id is not None:
+            self._execute("remember_event_id", run_id=run_id, event_id=event_id)
         self._execute("store_event", run_id=run_id, key=key, payload=payload)
         if status == "suspended" and key in json.loads(row["awaited_events"] or "[]"):
             self._wake_suspended(run_id, now)

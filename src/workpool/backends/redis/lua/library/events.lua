@@ -11,6 +11,11 @@ local function inbox_keys_key(run_id)
   return prefix .. ':run:' .. run_id .. ':inbox'
 end
 
+-- set: the event ids the run was sent (send_event's event_id; purge deletes it)
+local function event_ids_key(run_id)
+  return prefix .. ':run:' .. run_id .. ':event_ids'
+end
+
 -- hash: key -> the value the run published under it (set_event.lua)
 local function published_key(run_id)
   return prefix .. ':run:' .. run_id .. ':published'
