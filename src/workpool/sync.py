@@ -152,12 +152,20 @@ class Portal:
     def _drive(self, current: _Loop, awaited: Awaitable[ResultT]) -> ResultT:
         """Run ``current``'s loop in this thread until ``awaited`` is done (this thread
         has marked it driven), then let a waiting caller drive it."""
+        # As run_until_complete, less one loop turn: the task stops the loop itself as
+        # it ends, where run_until_complete's done callback would run a turn later.
+        stop = _Stop(current.loop)
+        task = current.loop.create_task(_then_stop(awaited, stop))
         try:
-            return current.loop.run_until_complete(awaited)
+            current.loop.run_forever()
         finally:
+            stop.armed = False  # interrupted: the task, finished later, stops no one's loop
             with self._state:
                 current.driven = False
                 self._state.notify_all()
+        if not task.done():
+            raise RuntimeError("the portal's loop stopped before its call was done")
+        return task.result()
 
     def _await_handed(self, current: _Loop, handed: concurrent.futures.Future[ResultT]) -> ResultT:
         """Wait for a coroutine handed to ``current``'s loop while another thread drove
@@ -175,6 +183,24 @@ class Portal:
     def _notify(self, _: object) -> None:
         with self._state:
             self._state.notify_all()
+
+
+@dataclass(eq=False)
+class _Stop:
+    """Stops a loop for the caller that drives it, while that caller still does."""
+
+    loop: asyncio.AbstractEventLoop
+    armed: bool = True
+
+
+async def _then_stop(awaited: Awaitable[ResultT], stop: _Stop) -> ResultT:
+    """Await ``awaited``, then stop the loop its driver runs until then (if it still
+    does)."""
+    try:
+        return await awaited
+    finally:
+        if stop.armed:
+            stop.loop.stop()
 
 
 async def _shut_down() -> None:

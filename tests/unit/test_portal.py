@@ -107,6 +107,28 @@ def test_errors_reach_their_caller_and_the_portal_goes_on(portal: Portal) -> Non
     assert portal.call(thread_name(), "test") == threading.current_thread().name
 
 
+def test_a_call_interrupted_while_it_drives_does_not_end_the_next_one(portal: Portal) -> None:
+    """Ctrl-C while a caller drives leaves its coroutine on the loop; when a later call
+    finishes it, the later call still runs to its own end."""
+    released = threading.Event()
+
+    def interrupt() -> None:
+        raise KeyboardInterrupt
+
+    async def interrupted() -> str:
+        asyncio.get_running_loop().call_soon(interrupt)
+        return await until(released)
+
+    async def later() -> str:
+        released.set()
+        await asyncio.sleep(0.1)  # the interrupted call ends meanwhile
+        return "later"
+
+    with pytest.raises(KeyboardInterrupt):
+        portal.call(interrupted(), "test")
+    assert portal.call(later(), "test") == "later"
+
+
 def test_many_threads_calling_at_once_all_get_their_own_result(portal: Portal) -> None:
     async def echo(value: int) -> int:
         await asyncio.sleep(0)
