@@ -94,6 +94,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
     """Decode a registry record."""
     try:
         retry, cron = from_json(info.retry), from_json(info.cron)
+        rate_limits = None if info.rate_limits is None else from_json(info.rate_limits)
     except ValueError as error:
         raise CorruptRecordError(
             f"workflow {info.name!r}: its registry record is unreadable ({error})"
@@ -106,6 +107,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
         retry=retry,
         cron=cron if isinstance(cron, list) else [],
         updated_at=_time(info.updated_at),
+        rate_limits=rate_limits if isinstance(rate_limits, list) else None,
     )
 
 

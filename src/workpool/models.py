@@ -251,3 +251,7 @@ class RegisteredWorkflow:
     cron: list[Any]
     updated_at: datetime
     """When a worker of the app last started with this definition."""
+    rate_limits: list[Any] | None = None
+    """The rate limits its runs get, as its workers define them: a list of
+    {"scope": "workflow" or "queue", "count", "per" (seconds), "keyed"}; None if a
+    worker of an earlier version registered it."""

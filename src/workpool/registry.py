@@ -122,9 +122,26 @@ class Registry:
                         what=f"cron triggers of workflow {workflow.name!r}",
                     ),
                     updated_at=0.0,
+                    rate_limits=json.dumps(
+                        _registered_rate_limits(
+                            workflow.rate_limit, self._queue_rate_limits.get(workflow.queue)
+                        )
+                    ),
                 )
             )
         return records
+
+
+def _registered_rate_limits(
+    own: RateLimit | None, of_queue: RateLimit | None
+) -> list[dict[str, Any]]:
+    """The rate limits a workflow's runs get, as the registry shows them (a key
+    function is code: only whether there is one is recorded)."""
+    return [
+        {"scope": scope, "count": limit.count, "per": limit.seconds, "keyed": limit.key is not None}
+        for scope, limit in (("workflow", own), ("queue", of_queue))
+        if limit is not None
+    ]
 
 
 def check_parallelism(limit: int | None) -> int | None:

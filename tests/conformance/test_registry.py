@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from workpool.backends.base import Backend, WorkflowInfo
 from workpool.clock import ManualClock
 
@@ -20,6 +22,7 @@ def info(
         retry='{"max_attempts": 3}',
         cron="[]",
         updated_at=0.0,
+        rate_limits="[]",
     )
 
 
@@ -39,6 +42,17 @@ async def test_a_sync_records_every_definition(backend: Backend, clock: ManualCl
     ]
     assert listed[0].retry == '{"max_attempts": 3}'
     assert listed[0].cron == "[]"
+
+
+async def test_a_record_keeps_the_rate_limits_its_worker_defines(
+    backend: Backend, clock: ManualClock
+) -> None:
+    limits = '[{"scope": "workflow", "count": 5, "per": 60.0, "keyed": true}]'
+    defined = replace(info("charge"), rate_limits=limits)
+    await backend.sync_registry(
+        "shop", [defined, replace(info("old"), rate_limits=None)], clock.now(), GRACE
+    )
+    assert [w.rate_limits for w in await backend.list_workflows()] == [limits, None]
 
 
 async def test_a_later_sync_replaces_a_record(backend: Backend, clock: ManualClock) -> None:

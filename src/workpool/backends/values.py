@@ -347,6 +347,10 @@ class WorkflowInfo:
     cron: str
     """JSON text of the workflow's cron triggers (a list)."""
     updated_at: float
+    rate_limits: str | None = None
+    """JSON text of the rate limits the worker's code sets on its runs (a list of
+    {"scope": "workflow" or "queue", "count", "per" (seconds), "keyed"}); None when a
+    version that did not record them registered it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,7 +138,7 @@ def workflows(as_json: bool, url: str | None) -> None:
 
     A table of name, app, queue, max concurrency, retry policy, cron triggers and when a
     worker of the app last started with that definition. --json prints
-    {"workflows": [...]}.
+    {"workflows": [...]}, with each workflow's rate limits too.
     """
     found: list[RegisteredWorkflow] = run_with_pool(url, lambda pool: pool.list_workflows())
     if as_json:

@@ -1,13 +1,15 @@
-"""The registry as the workers of every app wrote it, with what only the code knows.
+"""The registry as the workers of every app wrote it.
 
 The backend's registry holds each workflow's app, queue, ``max_concurrency``, retry
-policy and crons. Rate limits live in the code that enqueues: they are shown for the
-workflows and queues the dashboard's own pool defines (``workpool dashboard
-MODULE:POOL``, or the pool given to ``create_dashboard``).
+policy, crons and rate limits (the workflow's and its queue's, as its workers define
+them). A workflow that a worker of an earlier version registered has no rate limits
+recorded; for those, the dashboard's own pool's definition is shown if it has one
+(``workpool dashboard MODULE:POOL``, or the pool given to ``create_dashboard``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +17,7 @@ from workpool.app import Workpool
 from workpool.dashboard.crons import Trigger, triggers
 from workpool.errors import ConfigurationError
 from workpool.models import RegisteredWorkflow
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import RetryPolicy
 
 CRON_RUNS = 200
 """Newest runs of a cron workflow read to tell its last ticks fired or skipped."""
@@ -28,7 +30,8 @@ class WorkflowView:
     registered: RegisteredWorkflow
     retry: str
     rate_limit: str | None
-    """Its own and its queue's limits, if this pool defines the workflow."""
+    """Its own and its queue's limits, as registered (else as this pool defines them;
+    None: unknown)."""
     defined_here: bool
     triggers: list[Trigger]
 
@@ -76,18 +79,35 @@ def describe_retry(stored: Any) -> str:
 
 
 def _rate_limits(pool: Workpool, registered: RegisteredWorkflow) -> str | None:
+    queue = registered.queue
+    if registered.rate_limits is not None:
+        return _described(
+            queue,
+            (
+                (str(limit.get("scope")), limit.get("count"), limit.get("per"), limit.get("keyed"))
+                for limit in registered.rate_limits
+                if isinstance(limit, dict)
+            ),
+        )
     definition = pool.workflows.get(registered.name)
     if definition is None:
         return None
+    own, of_queue = definition.rate_limit, pool.queue_rate_limits.get(queue)
+    return _described(
+        queue,
+        (
+            (scope, limit.count, limit.seconds, limit.key is not None)
+            for scope, limit in (("workflow", own), ("queue", of_queue))
+            if limit is not None
+        ),
+    )
+
+
+def _described(queue: str, limits: Iterable[tuple[str, Any, Any, Any]]) -> str:
+    """Rate limits in words: "5 per 60 s per key (workflow); 100 per 1 s (queue q)"."""
     parts = []
-    if definition.rate_limit is not None:
-        parts.append(f"{_describe(definition.rate_limit)} (workflow)")
-    queue_limit = pool.queue_rate_limits.get(registered.queue)
-    if queue_limit is not None:
-        parts.append(f"{_describe(queue_limit)} (queue {registered.queue})")
+    for scope, count, per, keyed in limits:
+        period = f"{per:g} s" if isinstance(per, int | float) else repr(per)
+        whose = f"queue {queue}" if scope == "queue" else scope
+        parts.append(f"{count} per {period}{' per key' if keyed else ''} ({whose})")
     return "; ".join(parts) or "none"
-
-
-def _describe(limit: RateLimit) -> str:
-    keyed = " per key" if limit.key is not None else ""
-    return f"{limit.count} per {limit.seconds:g} s{keyed}"

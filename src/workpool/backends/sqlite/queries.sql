@@ -372,19 +372,21 @@ DELETE FROM workflows WHERE name = :name;
 
 -- name: register_workflow
 -- Store the definition of workflow :name, replacing an earlier one.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, updated_at)
-VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :now)
+INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
 ON CONFLICT (name) DO UPDATE SET
     app = excluded.app,
     queue = excluded.queue,
     max_concurrency = excluded.max_concurrency,
     retry = excluded.retry,
     cron = excluded.cron,
+    rate_limits = excluded.rate_limits,
     updated_at = excluded.updated_at;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
-SELECT name, app, queue, max_concurrency, retry, cron, updated_at FROM workflows ORDER BY name;
+SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at
+FROM workflows ORDER BY name;
 
 -- name: take_lease
 -- Make :holder hold lease :name until :expires_at if it is free, expired at :now or its own.

@@ -178,6 +178,7 @@ def workflow_info(row: sqlite3.Row) -> WorkflowInfo:
         retry=row["retry"],
         cron=str(row["cron"]),
         updated_at=float(row["updated_at"]),
+        rate_limits=row["rate_limits"],
     )
 
 

@@ -52,6 +52,7 @@ def encode_workflow(workflow: WorkflowInfo, now: float) -> str:
             "max_concurrency": workflow.max_concurrency,
             "retry": workflow.retry,
             "cron": workflow.cron,
+            "rate_limits": workflow.rate_limits,
             "updated_at": seconds(now),
         },
         ensure_ascii=False,
@@ -63,6 +64,9 @@ def decode_workflow(name: str, text: str) -> WorkflowInfo:
     try:
         record = json.loads(text)
         limit = record["max_concurrency"]
+        rate_limits = record.get("rate_limits")  # absent: registered by an earlier version
+        if rate_limits is not None and not isinstance(rate_limits, str):
+            raise TypeError(f"rate_limits is {type(rate_limits).__name__}, not JSON text")
         return WorkflowInfo(
             name=name,
             app=str(record["app"]),
@@ -71,6 +75,7 @@ def decode_workflow(name: str, text: str) -> WorkflowInfo:
             retry=record["retry"],
             cron=str(record["cron"]),
             updated_at=float(record["updated_at"]),
+            rate_limits=rate_limits,
         )
     except (ValueError, KeyError, TypeError) as error:
         raise CorruptRecordError(

@@ -5,7 +5,7 @@
 -- ARGV[2]  cutoff: records of this app updated before it, and not given, are removed
 --          (seconds since the epoch, decimal string: now - grace)
 -- ARGV[3..] pairs: workflow name, record JSON text (app, queue, max_concurrency,
---          retry, cron, updated_at as a decimal string)
+--          retry, cron, rate_limits, updated_at as a decimal string)
 --
 -- Returns the removed names, sorted. Records of other apps, and runs, are untouched.
 

@@ -61,6 +61,7 @@ class Admin(Ending):
                 max_concurrency=workflow.max_concurrency,
                 retry=workflow.retry,
                 cron=workflow.cron,
+                rate_limits=workflow.rate_limits,
                 now=now,
             )
         return removed
