@@ -123,7 +123,7 @@ class Registry:
                     ),
                     updated_at=0.0,
                     rate_limits=json.dumps(
-                        _registered_rate_limits(
+                        registered_rate_limits(
                             workflow.rate_limit, self._queue_rate_limits.get(workflow.queue)
                         )
                     ),
@@ -132,7 +132,7 @@ class Registry:
         return records
 
 
-def _registered_rate_limits(
+def registered_rate_limits(
     own: RateLimit | None, of_queue: RateLimit | None
 ) -> list[dict[str, Any]]:
     """The rate limits a workflow's runs get, as the registry shows them (a key

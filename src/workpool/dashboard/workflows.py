@@ -9,7 +9,6 @@ recorded; for those, the dashboard's own pool's definition is shown if it has on
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +17,7 @@ from workpool.dashboard.crons import Trigger, triggers
 from workpool.errors import ConfigurationError
 from workpool.models import RegisteredWorkflow
 from workpool.options import RetryPolicy
+from workpool.registry import registered_rate_limits
 
 CRON_RUNS = 200
 """Newest runs of a cron workflow read to tell its last ticks fired or skipped."""
@@ -79,35 +79,24 @@ def describe_retry(stored: Any) -> str:
 
 
 def _rate_limits(pool: Workpool, registered: RegisteredWorkflow) -> str | None:
-    queue = registered.queue
-    if registered.rate_limits is not None:
-        return _described(
-            queue,
-            (
-                (str(limit.get("scope")), limit.get("count"), limit.get("per"), limit.get("keyed"))
-                for limit in registered.rate_limits
-                if isinstance(limit, dict)
-            ),
-        )
-    definition = pool.workflows.get(registered.name)
-    if definition is None:
-        return None
-    own, of_queue = definition.rate_limit, pool.queue_rate_limits.get(queue)
-    return _described(
-        queue,
-        (
-            (scope, limit.count, limit.seconds, limit.key is not None)
-            for scope, limit in (("workflow", own), ("queue", of_queue))
-            if limit is not None
-        ),
-    )
+    limits = registered.rate_limits
+    if limits is None:  # registered by an earlier version: this pool's definition, if any
+        definition = pool.workflows.get(registered.name)
+        if definition is None:
+            return None
+        own, of_queue = definition.rate_limit, pool.queue_rate_limits.get(registered.queue)
+        limits = registered_rate_limits(own, of_queue)
+    return _described(registered.queue, limits)
 
 
-def _described(queue: str, limits: Iterable[tuple[str, Any, Any, Any]]) -> str:
+def _described(queue: str, limits: list[Any]) -> str:
     """Rate limits in words: "5 per 60 s per key (workflow); 100 per 1 s (queue q)"."""
     parts = []
-    for scope, count, per, keyed in limits:
+    for limit in limits:
+        if not isinstance(limit, dict):
+            continue
+        scope, count, per = limit.get("scope"), limit.get("count"), limit.get("per")
         period = f"{per:g} s" if isinstance(per, int | float) else repr(per)
         whose = f"queue {queue}" if scope == "queue" else scope
-        parts.append(f"{count} per {period}{' per key' if keyed else ''} ({whose})")
+        parts.append(f"{count} per {period}{' per key' if limit.get('keyed') else ''} ({whose})")
     return "; ".join(parts) or "none"
