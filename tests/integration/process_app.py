@@ -146,3 +146,9 @@ async def paced(ctx: RunContext, pause: float) -> str:
     await asyncio.sleep(pause)
     await ctx.step.run("two", log, "step", ctx.run_id, "two", os.getpid(), ctx.fencing_token)
     return "done"
+
+
+@pool.workflow(max_concurrency=None)
+async def add_one(ctx: RunContext, value: int) -> int:
+    """Its value plus one, at once (tests that need a worker and nothing more)."""
+    return value + 1
