@@ -27,14 +27,14 @@ class Workers:
         app: str = "tests.integration.process_app:pool",
         stderr: Path | None = None,
     ) -> subprocess.Popen[bytes]:
-        """Start a worker process of ``app``; its log lines go to ``stderr`` if given."""
+        """Start a worker process of ``app``; its log lines go to ``stderr`` if given,
+        else to the file ``errors()`` reads."""
         env = {**os.environ, "WORKPOOL_URL": self.url, "WORKPOOL_TEST_LOG": str(self.log_path)}
         command = [sys.executable, "-m", "workpool", "worker", app]
-        # Their failures log WARNINGs by design: keep them out of the test output.
+        # Their failures log WARNINGs by design: keep them out of the test output, in a
+        # file that a failed assertion can show (``errors``).
         with contextlib.ExitStack() as files:
-            errors = (
-                subprocess.DEVNULL if stderr is None else files.enter_context(stderr.open("ab"))
-            )
+            errors = files.enter_context((stderr or self.errors_path).open("ab"))
             process = subprocess.Popen(
                 [*command, "--log-level", "WARNING", *extra],
                 cwd=ROOT,
@@ -44,6 +44,17 @@ class Workers:
             )
         self.processes.append(process)
         return process
+
+    @property
+    def errors_path(self) -> Path:
+        """Where the processes started without a ``stderr`` of their own write theirs."""
+        return self.log_path.with_name(self.log_path.name + ".stderr")
+
+    def errors(self) -> str:
+        """What those processes wrote to stderr so far (WARNING and above, tracebacks)."""
+        if not self.errors_path.exists():
+            return ""
+        return self.errors_path.read_text(errors="replace")
 
     def lines(self, kind: str) -> list[list[str]]:
         if not self.log_path.exists():

@@ -84,7 +84,7 @@ async def test_sigterm_drains_every_process_and_no_run_is_lost_or_run_twice(
     handles = await pool.enqueue_many([process_app.steady.prepare(1.0) for _ in range(8)])
     await wait_until(lambda: len(workers.lines("start")) == 8)  # every slot of both is busy
     assert {row[2] for row in workers.lines("start")} == set(map(str, children))
-    assert await stop(supervisor) == 0
+    assert await stop(supervisor) == 0, workers.errors()
     assert not any(alive(pid) for pid in children)
     await check_each_ran_once(pool, workers, handles)  # in flight, and finished
     assert await pool.live_workers() == []  # each process said goodbye
@@ -118,7 +118,7 @@ async def test_a_killed_process_is_started_again_and_its_runs_finish(
             assert any(pid != str(victim) for pid in done[handle.id])
             interrupted += 1
     assert interrupted <= 8  # at most what the killed process held (2 per slot)
-    assert await stop(supervisor) == 0
+    assert await stop(supervisor) == 0, workers.errors()
     await pool.aclose()
 
 
@@ -137,7 +137,7 @@ async def test_max_runs_per_process_recycles_the_processes(
     assert len(runs_per_process) >= 4
     assert max(runs_per_process.values()) <= 5
     await check_each_ran_once(pool, workers, handles)
-    assert await stop(supervisor) == 0
+    assert await stop(supervisor) == 0, workers.errors()
     await pool.aclose()
 
 
