@@ -1,7 +1,9 @@
 """One of the processes that enqueue debounced runs at once (test_batch_processes).
 
-``python -m tests.integration.debounce_enqueuer ROLE START BURSTS``: at START + 3 s *
-burst (seconds since the epoch), role ``first`` enqueues 10 debounced runs of
+``python -m tests.integration.debounce_enqueuer ROLE BURSTS``: once its connection is
+open it logs ``ready ROLE`` and reads START (seconds since the epoch) from its standard
+input, so that a slow start on a loaded machine cannot put one process's bursts out of
+step with the other's. Then at START + 3 s * burst, role ``first`` enqueues 10 debounced runs of
 ``refresh`` 5 ms apart, and role ``last`` 20, then one more, marked final, 0.4 s after
 its 20th (when ``first`` is done). Each enqueue logs ``enqueued ROLE BURST SEQUENCE
 RUN_ID`` (the run its enqueue collapsed into).
@@ -34,7 +36,11 @@ async def burst(role: str, number: int) -> None:
         log("enqueued", role, number, "final", handle.id)
 
 
-async def main(role: str, start: float, bursts: int) -> None:
+async def main(role: str, bursts: int) -> None:
+    await pool.list_workflows()  # the connection is open
+    log("ready", role)
+    line = await asyncio.to_thread(sys.stdin.readline)
+    start = float(line)
     for number in range(bursts):
         await asyncio.sleep(max(0.0, start + number * BURST_EVERY - time.time()))
         await burst(role, number)
@@ -42,4 +48,4 @@ async def main(role: str, start: float, bursts: int) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3])))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2])))

@@ -72,10 +72,11 @@ async def test_the_callback_runs_once_when_workers_are_killed_mid_batch(
     await pool.aclose()
 
 
-def enqueuer(role: str, start: float, bursts: int, workers: Workers) -> subprocess.Popen[bytes]:
+def enqueuer(role: str, bursts: int, workers: Workers) -> subprocess.Popen[bytes]:
+    """A debounce_enqueuer process; it starts its bursts once its standard input says when."""
     env = {**os.environ, "WORKPOOL_URL": workers.url, "WORKPOOL_TEST_LOG": str(workers.log_path)}
-    command = [sys.executable, "-m", "tests.integration.debounce_enqueuer", role]
-    return subprocess.Popen([*command, repr(start), str(bursts)], cwd=ROOT, env=env)
+    command = [sys.executable, "-m", "tests.integration.debounce_enqueuer", role, str(bursts)]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdin=subprocess.PIPE)
 
 
 @pytest.mark.slow
@@ -84,11 +85,19 @@ async def test_debounced_enqueues_from_two_processes_make_one_run_per_quiet_wind
     workers: Workers, backend_url: str
 ) -> None:
     bursts = 2
+    pool = Workpool(backend_url, app="batches")
     workers.start(*QUICK, app=APP)
-    start = time.time() + 3.0  # both enqueuers are up by then
-    processes = [enqueuer(role, start, bursts, workers) for role in ("first", "last")]
+    processes = [enqueuer(role, bursts, workers) for role in ("first", "last")]
+    await wait_until(lambda: len(workers.lines("ready")) == 2, limit=60)
+    await wait_until(pool.live_workers, limit=60)  # a worker serves: it takes each window's run
+    start = f"{time.time() + 0.5!r}\n".encode()  # both go at once, whatever their start took
+    for process in processes:
+        assert process.stdin is not None
+        process.stdin.write(start)
+        process.stdin.close()
     for process in processes:
         assert await asyncio.to_thread(process.wait, 60) == 0
+    await pool.aclose()
 
     await wait_until(lambda: len(workers.lines("refresh")) >= bursts, limit=30)
     await asyncio.sleep(1.5)  # a second run of a window, if there were one, would run by now
