@@ -1,7 +1,9 @@
 """A process that keeps writing to one SQLite file, for the lock tests.
 
-``python -m tests.backends.sqlite.contender DB START SECONDS TAG``: opens a backend on
-DB, waits until the wall-clock time START, then for SECONDS enqueues ``BATCH`` runs a
+``python -m tests.backends.sqlite.contender DB SECONDS TAG``: opens a backend on DB,
+prints ``ready``, reads the wall-clock time START from its standard input and waits
+until then (so that each contender writes for the same span however long it took to
+start), then for SECONDS enqueues ``BATCH`` runs a
 transaction (a few milliseconds of holding the write lock) and pauses ``PAUSE`` between
 two, as a worker does other work between its writes; prints how many writes it made.
 """
@@ -20,9 +22,11 @@ BATCH = 100
 PAUSE = 0.002
 
 
-async def contend(database: Path, start: float, seconds: float, tag: str) -> int:
+async def contend(database: Path, seconds: float, tag: str) -> int:
     backend = await SQLiteBackend.open(database)
     try:
+        print("ready", flush=True)
+        start = float(await asyncio.to_thread(sys.stdin.readline))
         await asyncio.sleep(max(0.0, start - time.time()))
         end = time.time() + seconds
         count = 0
@@ -42,5 +46,5 @@ async def contend(database: Path, start: float, seconds: float, tag: str) -> int
 
 
 if __name__ == "__main__":
-    database, start, seconds, tag = sys.argv[1:5]
-    print(asyncio.run(contend(Path(database), float(start), float(seconds), tag)))
+    database, seconds, tag = sys.argv[1:4]
+    print(asyncio.run(contend(Path(database), float(seconds), tag)))

@@ -21,18 +21,31 @@ SECONDS = 1.5
 @pytest.mark.slow
 def test_three_processes_writing_at_once_get_about_equal_turns(tmp_path: Path) -> None:
     database = tmp_path / "workpool.db"
-    start = time.time() + 2.0  # after every process has opened (and one created) the file
     command = [sys.executable, "-m", "tests.backends.sqlite.contender", str(database)]
     contenders = [
         subprocess.Popen(
-            [*command, str(start), str(SECONDS), f"p{index}"],
+            [*command, str(SECONDS), f"p{index}"],
             cwd=ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for index in range(PROCESSES)
     ]
-    counts = [int(process.communicate(timeout=60)[0]) for process in contenders]
+    for process in contenders:  # each has opened (and one created) the file
+        assert process.stdout is not None
+        assert process.stdout.readline() == "ready\n"
+    start = f"{time.time() + 0.2!r}\n"
+    for process in contenders:
+        assert process.stdin is not None
+        process.stdin.write(start)
+        process.stdin.close()
+    counts = []
+    for process in contenders:
+        assert process.stdout is not None
+        with process.stdout:
+            counts.append(int(process.stdout.read()))
+        assert process.wait(timeout=60) == 0
     # With SQLite's busy handler alone: [57, 85, 28], [138, 20, 112], [44, 49, 86] here
     # (a waiter sleeps up to 100 ms a try and finds the lock taken again); with the
     # writer lock [69, 65, 66], [90, 92, 90], [82, 85, 85].
