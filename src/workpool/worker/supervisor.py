@@ -181,7 +181,7 @@ class Supervisor:
         self._by_pid[process.pid] = slot
         logger.info("process %d started (pid %d)", slot.index, process.pid)
         if self._stopping.is_set():  # the stop came while it was being started
-            self._send(process, self._signal)
+            signal_child(process, self._signal)
         code = await process.wait()
         self._read_ready()  # what it wrote before it exited
         del self._by_pid[process.pid]
@@ -252,7 +252,7 @@ class Supervisor:
                 len(live),
             )
             for process in live:
-                self._send(process, signal.SIGKILL)
+                signal_child(process, signal.SIGKILL)
             self._status = 1
             return
         logger.info(
@@ -268,7 +268,7 @@ class Supervisor:
         self._stopping.set()
         self._signal = signal.Signals(signum)
         for process in self._live():
-            self._send(process, signum)
+            signal_child(process, signum)
         deadline = self._shutdown_grace + self.policy.kill_after_grace
         self._kill_timer = asyncio.get_running_loop().call_later(deadline, self._kill_stragglers)
 
@@ -280,7 +280,7 @@ class Supervisor:
                     slot.index,
                     slot.process.pid,
                 )
-                self._send(slot.process, signal.SIGKILL)
+                signal_child(slot.process, signal.SIGKILL)
                 self._status = self._status or 1
 
     def _live(self) -> list[asyncio.subprocess.Process]:
@@ -290,10 +290,20 @@ class Supervisor:
             if slot.process is not None and slot.process.returncode is None
         ]
 
-    @staticmethod
-    def _send(process: asyncio.subprocess.Process, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signum)
+
+def signal_child(process: asyncio.subprocess.Process, signum: int) -> None:
+    """Send ``signum`` to a child process unless its exit was seen already.
+
+    With ``os.kill``, not ``process.send_signal``: before Python 3.13 that polls the
+    child first (``Popen.poll``), which can reap a child that is exiting before asyncio's
+    child watcher does, and the watcher then reports status 255 for it (CPython
+    gh-87744). Between the watcher's reap and the loop learning of it the pid is free
+    again; asyncio's own fix leaves that instant open too (gh-127049).
+    """
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(process.pid, signum)
 
 
 @dataclass(frozen=True, slots=True)
