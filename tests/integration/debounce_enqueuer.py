@@ -3,10 +3,10 @@
 ``python -m tests.integration.debounce_enqueuer ROLE BURSTS``: once its connection is
 open it logs ``ready ROLE`` and reads START (seconds since the epoch) from its standard
 input, so that a slow start on a loaded machine cannot put one process's bursts out of
-step with the other's. Then at START + 3 s * burst, role ``first`` enqueues 10 debounced runs of
-``refresh`` 5 ms apart, and role ``last`` 20, then one more, marked final, 0.4 s after
-its 20th (when ``first`` is done). Each enqueue logs ``enqueued ROLE BURST SEQUENCE
-RUN_ID`` (the run its enqueue collapsed into).
+step with the other's. Then at START + 3 s * burst, role ``first`` enqueues 10
+debounced runs of ``refresh`` 5 ms apart, and role ``last`` 20, then one more, marked
+final, 0.4 s after its 20th (when ``first`` is done). Each enqueue logs
+``enqueued ROLE BURST SEQUENCE RUN_ID`` (the run its enqueue collapsed into).
 """
 
 from __future__ import annotations
