@@ -153,15 +153,17 @@ async def test_a_run_past_its_local_lease_adds_nothing_to_its_batch(pool: Workpo
     """A stalled worker (its lease not confirmed in time) writes nothing, as for a step."""
     flows = define(pool)
     batch = await pool.batch([flows["file"].prepare(["a@example.com"])])
-    env = StepEnvironment(
-        pool.registry,
-        pool.settings,
-        await pool.backend(),
-        Lease(run_id=batch.runs[0].id, token="a lease the worker no longer trusts"),
-        ThreadPoolExecutor(1),
-        has_steps=False,
-        local_lease=LocalLease(time.monotonic() - 1),
-    )
-    with pytest.raises(LeaseLost, match="lease not confirmed in time"):
-        await add_to_own_batch(env, batch.id, "rows", [flows["row"].prepare("b@example.com")])
+    with ThreadPoolExecutor(1) as threads:
+        env = StepEnvironment(
+            pool.registry,
+            pool.settings,
+            await pool.backend(),
+            Lease(run_id=batch.runs[0].id, token="a lease the worker no longer trusts"),
+            threads,
+            has_steps=False,
+            local_lease=LocalLease(time.monotonic() - 1),
+        )
+        rows = [flows["row"].prepare("b@example.com")]
+        with pytest.raises(LeaseLost, match="lease not confirmed in time"):
+            await add_to_own_batch(env, batch.id, "rows", rows)
     assert (await batch.status()).total == 1

@@ -403,12 +403,12 @@ class Backend(Protocol):
         the key, taken or not, the run finished or not): ``"duplicate"``. A terminal
         run: ``"finished"``. None of these stores anything. Otherwise remember
         ``event_id`` (if given) with the run, store ``payload`` (JSON text) after the
-        run's earlier events
-        of ``key`` (``take_event`` takes them oldest first) and return ``"sent"``; if the
-        run is ``suspended`` and its suspension waits on ``key`` (``Finish.events``), it
-        becomes ``queued`` now as when an awaited child ends: out of its timer, through
-        its rate limits and gate, its queue's workers woken. Events are kept until taken
-        or until ``purge`` deletes the run; ``rerun`` does not copy them.
+        run's earlier events of ``key`` (``take_event`` takes them oldest first) and
+        return ``"sent"``; if the run is ``suspended`` and its suspension waits on
+        ``key`` (``Finish.events``), it becomes ``queued`` now as when an awaited child
+        ends: out of its timer, through its rate limits and gate, its queue's workers
+        woken. Events are kept until taken or until ``purge`` deletes the run; ``rerun``
+        does not copy them.
         """
         ...
 

@@ -10,10 +10,9 @@
 --
 -- Returns 'sent', 'not_found', 'duplicate' (the run was sent an event of this id before,
 -- finished or not: nothing stored) or 'finished' (terminal: nothing stored). An id is
--- added to the run's set of event ids. The payload goes
--- at the end of the run's list of the key; the key joins the run's set of keys, and the
--- run's hash notes that it has one (field inbox '1', so that purge looks for lists only
--- then). A suspended run whose awaited_events (its suspension's keys, a JSON array)
+-- added to the run's set of event ids. The payload goes at the end of the run's list of
+-- the key; the key joins the run's set of keys, and the run's hash notes that it has one
+-- (field inbox '1', so that purge looks for lists only then). A suspended run whose awaited_events (its suspension's keys, a JSON array)
 -- holds the key is queued now (resume_suspended). A bad now gets an error reply and
 -- nothing is written.
 
