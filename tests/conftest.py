@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 from workpool.backends import open_backend
 from workpool.backends.base import Backend
@@ -27,6 +28,19 @@ def redis_server_url() -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A private PostgreSQL cluster for this test session; started only if a test needs it."""
+    try:
+        server = PostgresServer().start()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    try:
+        yield server
+    finally:
+        server.remove()
 
 
 @pytest.fixture(params=BACKEND_NAMES, ids=BACKEND_NAMES)
