@@ -1,7 +1,9 @@
-"""Fixtures shared by every test: a real Redis server, backends on both stores, a clock."""
+"""Fixtures shared by every test: real Redis and PostgreSQL servers, backends on every
+store, a clock."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -14,7 +16,11 @@ from workpool.backends import open_backend
 from workpool.backends.base import Backend
 from workpool.clock import ManualClock
 
-BACKEND_NAMES = ["sqlite", "redis"]
+BACKEND_NAMES = ["sqlite", "redis", "postgres"]
+
+_schema_numbers = itertools.count(1)
+"""A fresh schema of the session's PostgreSQL database for each test (one server per
+test process, so the numbers do not collide)."""
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +61,9 @@ def backend_url(backend_name: str, tmp_path: Path, request: pytest.FixtureReques
     """A URL naming an empty store of the backend under test."""
     if backend_name == "sqlite":
         return f"sqlite:///{tmp_path}/workpool.db"
+    if backend_name == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        return server.url(schema=f"test_{next(_schema_numbers)}")
     url: str = request.getfixturevalue("redis_server_url")
     client = redis.Redis.from_url(url)
     try:
