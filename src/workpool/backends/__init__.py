@@ -97,3 +97,11 @@ def describe_store(url: str, *, prefix: str = "workpool") -> str:
     from workpool.backends.redis.backend import describe_url
 
     return f"{describe_url(url)} (prefix {prefix})"
+
+
+def postgres_schema(url: str) -> str:
+    """The schema a ``postgresql://`` URL names (``?schema=``, default ``workpool``);
+    ConfigurationError if it is no plain lower-case identifier."""
+    from workpool.backends.postgres.url import parse_postgres_url
+
+    return parse_postgres_url(url).schema

@@ -23,8 +23,7 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from workpool.backends.postgres.migrate import migrate
-from workpool.backends.postgres.url import PostgresTarget
-from workpool.errors import BackendUnavailableError
+from workpool.backends.postgres.url import PostgresTarget, unavailable
 
 T = TypeVar("T")
 
@@ -89,12 +88,3 @@ class Database:
     async def close(self) -> None:
         """Close every connection of the pool."""
         await self._pool.close()
-
-
-def unavailable(target: PostgresTarget, error: BaseException) -> BackendUnavailableError:
-    """The error a caller sees when PostgreSQL cannot do the operation."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return BackendUnavailableError(
-        f"PostgreSQL (schema {target.schema}) is unavailable: {detail}; check the URL and "
-        "that the server runs"
-    )

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import psycopg
 from psycopg import AsyncConnection, sql
 
 from workpool.backends.postgres.sql import Migration, load_migrations
+from workpool.backends.postgres.url import parse_postgres_url, unavailable
 from workpool.errors import BackendUnavailableError
 
 LOCK_NAMESPACE = "workpool migrate "
@@ -63,3 +65,14 @@ def _first(row: Any) -> int:
     """The version in a ``max(version)`` row (a tuple or a dict row); 0 when none."""
     value = next(iter(row.values())) if isinstance(row, dict) else row[0]
     return 0 if value is None else int(value)
+
+
+async def migrate_url(url: str) -> int:
+    """Migrate the schema a ``postgresql://`` URL names (for ``workpool migrate``); return
+    its version. ConfigurationError for a bad URL, BackendUnavailableError otherwise."""
+    target = parse_postgres_url(url)
+    try:
+        async with await AsyncConnection.connect(target.conninfo) as connection:
+            return await migrate(connection, target.schema)
+    except psycopg.Error as error:
+        raise unavailable(target, error) from error

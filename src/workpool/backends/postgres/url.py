@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from workpool.errors import ConfigurationError
+from workpool.errors import BackendUnavailableError, ConfigurationError
 
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_SCHEMA = "workpool"
@@ -48,10 +48,22 @@ def parse_postgres_url(url: str) -> PostgresTarget:
 
 
 def describe_postgres_url(url: str) -> str:
-    """The URL without its password, safe to log."""
+    """The URL without its password (in the user part or the ``password`` option), safe to
+    log."""
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:
         user, host = netloc.rsplit("@", 1)
         netloc = f"{user.split(':', 1)[0]}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    options = parse_qsl(parts.query, keep_blank_values=True)
+    query = urlencode([(name, value) for name, value in options if name != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def unavailable(target: PostgresTarget, error: BaseException) -> BackendUnavailableError:
+    """The error a caller sees when PostgreSQL cannot do the operation."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return BackendUnavailableError(
+        f"PostgreSQL (schema {target.schema}) is unavailable: {detail}; check the URL and "
+        "that the server runs"
+    )
