@@ -3,6 +3,7 @@ store, a clock."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 from workpool.backends import open_backend
 from workpool.backends.base import Backend
+from workpool.backends.postgres.migrate import migrate_url
 from workpool.clock import ManualClock
 
 BACKEND_NAMES = ["sqlite", "redis", "postgres"]
@@ -63,7 +65,11 @@ def backend_url(backend_name: str, tmp_path: Path, request: pytest.FixtureReques
         return f"sqlite:///{tmp_path}/workpool.db"
     if backend_name == "postgres":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        return server.url(schema=f"test_{next(_schema_numbers)}")
+        schema_url = server.url(schema=f"test_{next(_schema_numbers)}")
+        # Made here, as `workpool migrate` would: the first open of a new schema creates
+        # its tables, which on a loaded machine takes long enough to eat a test's timings.
+        asyncio.run(migrate_url(schema_url))
+        return schema_url
     url: str = request.getfixturevalue("redis_server_url")
     client = redis.Redis.from_url(url)
     try:

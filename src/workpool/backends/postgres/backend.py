@@ -8,6 +8,7 @@ runnable (see ``listening``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import TypeVar
@@ -56,6 +57,8 @@ class PostgresBackend:
         self._database = database
         self._queries = load_queries()
         self._listener = Listener(database.target)
+        self._endings: set[asyncio.Future[None]] = set()
+        """``finish`` and ``release`` calls in flight, which a claim lets commit first."""
 
     @classmethod
     async def open(cls, url: str) -> PostgresBackend:
@@ -76,6 +79,17 @@ class PostgresBackend:
             return result
 
         return await self._database.transaction(work)
+
+    async def _ending(self, operation: Callable[[Operations], Awaitable[T]]) -> T:
+        """Run an operation that ends runs (frees gate places and queue capacity), noted
+        in flight until it commits."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._endings.add(done)
+        try:
+            return await self._transact(operation)
+        finally:
+            self._endings.discard(done)
+            done.set_result(None)
 
     async def _read(self, reading: Callable[[Reads], Awaitable[T]]) -> T:
         return await self._database.transaction(
@@ -120,7 +134,12 @@ class PostgresBackend:
         workflows: Sequence[str] | None = None,
         alone: bool = False,
     ) -> ClaimResult:
-        """See ``Backend.claim``."""
+        """See ``Backend.claim``. Waits first for the finishes and releases this backend
+        began before it: on one connection, as on SQLite and Redis, they would commit
+        first, and a claim that overtook them would not see the gate places and queue
+        capacity they free (it would start a lower-priority run meanwhile)."""
+        if self._endings:
+            await asyncio.wait(list(self._endings))
         self._listener.claim_started()
         return await self._transact(
             lambda ops: ops.claim(
@@ -141,7 +160,7 @@ class PostgresBackend:
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """See ``Backend.finish``; all entries in one transaction."""
-        return await self._transact(lambda ops: ops.finish(finishes, now))
+        return await self._ending(lambda ops: ops.finish(finishes, now))
 
     async def save_step(
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None
@@ -238,7 +257,7 @@ class PostgresBackend:
 
     async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
         """See ``Backend.release``."""
-        await self._transact(lambda ops: ops.release(leases, now, started))
+        await self._ending(lambda ops: ops.release(leases, now, started))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """See ``Backend.cancel``."""

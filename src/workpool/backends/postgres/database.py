@@ -1,5 +1,5 @@
-"""The backend's connections: a psycopg ``AsyncConnectionPool`` on the pool's schema, and
-the transaction every operation runs in.
+"""The backend's connections: a pool (``pool.py``) of psycopg async connections on the
+pool's schema, and the transaction every operation runs in.
 
 Every connection has ``search_path`` set to the schema (libpq's ``options``), so the
 queries name tables without it. ``open`` connects once on its own first, so an
@@ -19,10 +19,10 @@ from typing import TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, errors
-from psycopg.rows import DictRow, dict_row
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg.rows import DictRow
 
 from workpool.backends.postgres.migrate import migrate
+from workpool.backends.postgres.pool import ConnectionPool
 from workpool.backends.postgres.url import PostgresTarget, unavailable
 
 T = TypeVar("T")
@@ -38,35 +38,25 @@ DEADLOCK_RETRIES = 20
 class Database:
     """A pool of connections to one schema, and transactions on it."""
 
-    def __init__(self, target: PostgresTarget, pool: AsyncConnectionPool[AsyncConnection[DictRow]]):
+    def __init__(self, target: PostgresTarget, pool: ConnectionPool) -> None:
         self.target = target
         self._pool = pool
 
     @classmethod
     async def open(cls, target: PostgresTarget) -> Database:
-        """Connect, migrate the schema, then open the pool; BackendUnavailableError if the
-        server cannot be reached or the schema is newer than this workpool."""
+        """Connect, and migrate the schema on that first connection (kept in the pool);
+        BackendUnavailableError if the server cannot be reached or the schema is newer
+        than this workpool."""
+        pool = ConnectionPool(target, POOL_SIZE, CONNECT_SECONDS)
         try:
-            async with await AsyncConnection.connect(
-                target.conninfo, connect_timeout=int(CONNECT_SECONDS)
-            ) as connection:
+            async with pool.connection() as connection:
                 await migrate(connection, target.schema)
         except psycopg.Error as error:
+            await pool.close()
             raise unavailable(target, error) from error
-        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
-            target.conninfo,
-            min_size=1,
-            max_size=POOL_SIZE,
-            timeout=CONNECT_SECONDS,
-            open=False,
-            connection_class=AsyncConnection[DictRow],
-            kwargs={
-                "row_factory": dict_row,
-                "options": f"-c search_path={target.schema}",
-                "connect_timeout": int(CONNECT_SECONDS),
-            },
-        )
-        await pool.open(wait=False)
+        except BaseException:
+            await pool.close()
+            raise
         return cls(target, pool)
 
     async def transaction(self, work: Callable[[AsyncConnection[DictRow]], Awaitable[T]]) -> T:
@@ -82,9 +72,9 @@ class Database:
                 if attempt > DEADLOCK_RETRIES:
                     raise unavailable(self.target, error) from error
                 await asyncio.sleep(random.uniform(0, 0.002 * attempt))
-            except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as error:
+            except (psycopg.OperationalError, psycopg.InterfaceError) as error:
                 raise unavailable(self.target, error) from error
 
     async def close(self) -> None:
-        """Close every connection of the pool."""
+        """Close the pool's idle connections (the others as they are given back)."""
         await self._pool.close()

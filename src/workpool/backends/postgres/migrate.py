@@ -31,6 +31,8 @@ async def migrate(
     Raises BackendUnavailableError if the schema is newer than this workpool knows."""
     known = load_migrations() if migrations is None else migrations
     latest = known[-1].version if known else 0
+    if await _current_version(connection, schema) == latest:
+        return latest  # the common case: no lock taken
     async with connection.transaction():
         await connection.execute(
             "SELECT pg_advisory_xact_lock(hashtext(%s))", (LOCK_NAMESPACE + schema,)
@@ -59,6 +61,19 @@ async def migrate(
                     "INSERT INTO schema_version (version) VALUES (%s)", (migration.version,)
                 )
     return latest
+
+
+async def _current_version(connection: AsyncConnection[Any], schema: str) -> int | None:
+    """The schema's version, read without a lock (None: it has no version table yet)."""
+    async with connection.transaction():
+        table = sql.Identifier(schema, "schema_version")
+        cursor = await connection.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (table.as_string(connection),)
+        )
+        if not _first(await cursor.fetchone()):
+            return None
+        cursor = await connection.execute(sql.SQL("SELECT max(version) FROM {}").format(table))
+        return _first(await cursor.fetchone())
 
 
 def _first(row: Any) -> int:
