@@ -541,6 +541,16 @@ DELETE FROM runs WHERE id = ANY(%(ids)s::text[]);
 -- Delete the counters of minutes before :before.
 DELETE FROM counters WHERE minute < %(before)s;
 
+-- name: lock_debounce_key
+-- Hold (:workflow, :key)'s debounce lock until the transaction ends: enqueues of one key
+-- look for its pending run one at a time (the run another one stores is not visible
+-- before its commit). The lock's key hashes the schema too, so pools do not share it.
+SELECT pg_advisory_xact_lock(
+    hashtext('workpool debounce'),
+    hashtext(current_schema() || ':' || length(%(workflow)s::text) || ':' || %(workflow)s::text
+        || ':' || %(key)s::text)
+);
+
 -- name: pending_debounced
 -- The run last enqueued with debounce key (:workflow, :key) if it is still in its window
 -- at :now (scheduled for its first attempt, no rate reservation, not yet due), locked.

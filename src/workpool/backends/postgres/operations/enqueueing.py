@@ -122,7 +122,9 @@ class Enqueueing(Batches):
 
     async def _collapse(self, run: NewRun, now: float) -> str | None:
         """If the run of (workflow, debounce key) is still in its window, give it this
-        run's input and start (no later than its ``debounce_until``); return its id."""
+        run's input and start (no later than its ``debounce_until``); return its id.
+        Holds the key's lock to the commit, so concurrent enqueues of it collapse too."""
+        await self._one("lock_debounce_key", workflow=run.workflow, key=run.debounce_key)
         row = await self._one(
             "pending_debounced", workflow=run.workflow, key=run.debounce_key, now=now
         )
