@@ -32,15 +32,11 @@ SERVER_USER = "postgres"
 DATABASE = "workpool"
 """The database the cluster is made with (its superuser has the same name)."""
 
-# Durability off (the cluster is thrown away) and room for the pools of many backends.
-SETTINGS = {
-    "listen_addresses": "",
-    "fsync": "off",
-    "synchronous_commit": "off",
-    "full_page_writes": "off",
-    "max_connections": "300",
-    "shared_buffers": "64MB",
-}
+# Room for the pools of many backends, no TCP.
+SETTINGS = {"listen_addresses": "", "max_connections": "300", "shared_buffers": "64MB"}
+# Durability off (the cluster is thrown away), unless a test restarts the server and
+# expects every commit it saw acknowledged to be there afterwards.
+NOT_DURABLE = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 
 
 def postgres_bindir() -> Path:
@@ -88,9 +84,12 @@ def _server_user() -> pwd.struct_passwd | None:
 class PostgresServer:
     """A throw-away PostgreSQL cluster: ``start()`` makes and starts it, ``stop()`` stops
     it (``mode``: pg_ctl's smart, fast or immediate) and ``start()`` again restarts it on
-    the same socket; ``remove()`` stops it and deletes its directory. A context manager."""
+    the same socket; ``remove()`` stops it and deletes its directory. A context manager.
+    ``durable=True`` keeps fsync and synchronous commits on (the defaults), for tests
+    that stop it with ``immediate`` and count on what it acknowledged."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bindir = postgres_bindir()
         self.port = free_port()
         self._user = _server_user()
@@ -138,7 +137,8 @@ class PostgresServer:
                 "--no-sync",
             )
             with (self.data / "postgresql.conf").open("a") as conf:
-                for name, value in SETTINGS.items():
+                settings = SETTINGS if self.durable else {**SETTINGS, **NOT_DURABLE}
+                for name, value in settings.items():
                     conf.write(f"{name} = '{value}'\n")
                 conf.write(f"unix_socket_directories = '{self.directory}'\n")
                 conf.write(f"port = {self.port}\n")
