@@ -146,6 +146,10 @@ SELECT id, cancel_requested, queue, workflow, started_at, gate FROM runs
 WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
 FOR UPDATE;
 
+-- name: gates_of_runs
+-- The gate and hooks of the runs :ids (what their ends may admit at).
+SELECT id, gate, hooks FROM runs WHERE id = ANY(%(ids)s::text[]) ORDER BY id;
+
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
 UPDATE runs SET
@@ -538,8 +542,12 @@ FOR UPDATE SKIP LOCKED;
 DELETE FROM runs WHERE id = ANY(%(ids)s::text[]);
 
 -- name: delete_counters
--- Delete the counters of minutes before :before.
-DELETE FROM counters WHERE minute < %(before)s;
+-- Delete the counters of minutes before :before that no other purge holds.
+DELETE FROM counters WHERE (minute, queue, workflow) IN (
+    SELECT minute, queue, workflow FROM counters WHERE minute < %(before)s
+    ORDER BY minute, queue, workflow
+    FOR UPDATE SKIP LOCKED
+);
 
 -- name: lock_debounce_key
 -- Hold (:workflow, :key)'s debounce lock until the transaction ends: enqueues of one key
@@ -690,8 +698,11 @@ ON CONFLICT (id) DO UPDATE SET
     expires_at = excluded.expires_at;
 
 -- name: delete_expired_workers
--- Delete the records of workers expired at :now.
-DELETE FROM workers WHERE expires_at <= %(now)s;
+-- Delete the records of workers expired at :now that no other transaction holds (workers'
+-- heartbeats at once would otherwise lock the same rows in different orders: deadlocks).
+DELETE FROM workers WHERE id IN (
+    SELECT id FROM workers WHERE expires_at <= %(now)s ORDER BY id FOR UPDATE SKIP LOCKED
+);
 
 -- name: delete_worker
 -- Delete worker :id's record.

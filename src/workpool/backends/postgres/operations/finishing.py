@@ -17,6 +17,8 @@ from workpool.backends.postgres.operations.transaction import (
     TIMED,
     Row,
 )
+from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.admission import gate_id
 
 
 class Finishing(Ending):
@@ -46,9 +48,27 @@ class Finishing(Ending):
         return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
-        """Apply each entry whose lease is held; False for the others."""
+        """Apply each entry whose lease is held; False for the others. The gates their
+        ends may admit at are locked first, in one order for every transaction (a batch
+        ending a hook's run, then a run whose hook is gated, locked them in the other
+        order than a batch of the latter alone: deadlocks, each a second's wait)."""
         check_finishes(finishes, now)
+        await self._lock_gates_of([entry.lease.run_id for entry in finishes])
         return [await self._finish_one(entry, now) for entry in finishes]
+
+    async def _lock_gates_of(self, run_ids: Sequence[str]) -> None:
+        """Lock the gates of the runs and of their gated hooks, in name order."""
+        gates: set[str] = set()
+        for row in await self._all("gates_of_runs", ids=list(run_ids)):
+            if row["gate"] is not None:
+                gates.add(str(row["gate"]))
+            gates.update(
+                gate_id(hook.workflow, None)
+                for hook in records.decode_hooks(row)
+                if hook.max_concurrency is not None
+            )
+        for gate in sorted(gates):
+            await self._admitted(gate)
 
     async def _finish_one(self, entry: Finish, now: float) -> bool:
         held = await self._held(entry.lease)
