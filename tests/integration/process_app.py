@@ -164,3 +164,16 @@ async def freezer(ctx: RunContext, marker: str) -> str:
         return "thawed"
     os.kill(os.getpid(), signal.SIGSTOP)
     return "frozen"
+
+
+@pool.workflow()
+def slow_once(ctx: RunContext, marker: str) -> int:
+    """Sleeps a minute the first time it runs (``marker`` does not exist yet), at once
+    after that; returns the attempt it ran as."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return ctx.attempt
+    time.sleep(60)
+    return ctx.attempt
