@@ -517,14 +517,13 @@ class Worker:
         while handler_tasks and (left := deadline - time.monotonic()) > 0:
             await asyncio.wait(handler_tasks, timeout=left)
             handler_tasks = self._active.handler_tasks()
-        handed_back, used = self._active.hand_back_unfinished()
+        handed_back, over_limit = self._active.hand_back_unfinished()
         handed_back += [run.lease for run in self._ahead.take_all()]
-        for leases, attempt_used in ((handed_back, False), (used, True)):
+        for leases, used in ((handed_back, False), (over_limit, True)):
             if not leases:
                 continue
             try:
-                now = self.settings.clock.now()
-                await backend.release(leases, now, attempt_used=attempt_used)
+                await backend.release(leases, self.settings.clock.now(), attempt_used=used)
             except Exception:
                 logger.exception("could not hand back %d leases; they expire", len(leases))
         await finisher.drain()
