@@ -503,13 +503,18 @@ class Backend(Protocol):
         """
         ...
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
-        """Hand leases back (graceful shutdown): each held run becomes ``queued`` now.
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
+        """Hand leases back (graceful shutdown, or runs held ahead and never begun): each
+        held run becomes ``queued`` now.
 
-        One operation; no lease loss is counted. ``attempts`` is not changed back,
-        unless ``started`` is False (the worker claimed the runs ahead and never began
-        them): then the next claim of each takes the same attempt again, as a resumed
-        run does. A run with a cancel request ends ``canceled`` instead (hooks fire).
+        One operation; no lease loss is counted. A hand-back is not an attempt: the next
+        claim of each run takes the same attempt again, as a resumed run does (its
+        ``attempt_time`` kept; ``executions`` counts every claim). ``attempt_used``:
+        the attempt counts as used (a handler over its time limit), so the next claim
+        starts a new one. A run with a cancel request ends ``canceled`` instead (hooks
+        fire).
         """
         ...
 

@@ -21,6 +21,7 @@ from workpool.logs import apply_level, configure_handler
 from workpool.worker import Worker
 from workpool.worker.supervisor import (
     EXIT_RECYCLE,
+    EXIT_UNLOADABLE,
     SUPERVISOR_OPTION,
     Supervisor,
     SupervisorLink,
@@ -36,7 +37,9 @@ def load_pool(target: str) -> Workpool:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise click.BadParameter(f"cannot import {module_name!r}: {error}") from error
+        raise click.BadParameter(
+            f"cannot import {module_name!r}: {error}\n{_where_modules_come_from()}"
+        ) from error
     pools = sorted(name for name, value in vars(module).items() if isinstance(value, Workpool))
     found = f"the Workpool it defines: {', '.join(pools)}" if pools else "it defines no Workpool"
     if not hasattr(module, attribute):
@@ -49,6 +52,16 @@ def load_pool(target: str) -> Workpool:
             f"{target!r} is a {type(pool).__name__}, not a Workpool; {found}", param_hint="POOL"
         )
     return pool
+
+
+def _where_modules_come_from() -> str:
+    """The hint for an import error: where the module was looked for."""
+    path = os.environ.get("PYTHONPATH")
+    return (
+        f"The worker imports MODULE from the working directory ({Path.cwd()}) and from "
+        f"PYTHONPATH ({path or 'not set'}) besides the installed packages: start it in "
+        "your project's directory, or set PYTHONPATH to the directory that holds MODULE."
+    )
 
 
 @click.command()
@@ -135,7 +148,13 @@ def worker(
         apply_level(log_level)
         sys.exit(_supervise(click.get_current_context(), processes, shutdown_grace))
     link = None if supervisor_pipes is None else SupervisorLink.parse(supervisor_pipes)
-    pool = load_pool(pool_path)
+    try:
+        pool = load_pool(pool_path)
+    except click.BadParameter as error:
+        if link is None:
+            raise
+        error.show()  # then tell the supervisor that no process can start
+        sys.exit(EXIT_UNLOADABLE)
     apply_level(log_level)  # after the pool: the command line wins over its option
     try:
         process = pool.worker(

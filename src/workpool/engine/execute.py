@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
-from workpool.engine.environment import LeaseLost, SuspendRun
+from workpool.engine.environment import LeaseLost, SuspendRun, check_lease
 from workpool.engine.steps import Steps
 from workpool.engine.threads import HandlerThreads
 from workpool.errors import (
@@ -29,6 +30,8 @@ from workpool.errors import (
 from workpool.options import RetryPolicy
 from workpool.retry import backoff_seconds, should_retry
 from workpool.serialization import check_size, error_json
+
+logger = logging.getLogger("workpool.worker")
 
 OUTAGE_RETRY_SECONDS = 5.0
 """A run whose execution failed because the backend was unreachable runs again this
@@ -103,8 +106,10 @@ async def execute(
     """Run the handler once; return the Finish to report.
 
     Raises ``asyncio.CancelledError`` when the task was cancelled for another reason
-    than a cancel request (lease lost, shutdown): the caller then writes nothing.
+    than a cancel request (lease lost, shutdown), or the local lease ran out before the
+    handler could start (a stall since the claim): the caller then writes nothing.
     """
+    _check_lease_before_start(ctx)
     try:
         value = workflow.decode_input(claimed.input)
     except (ValueError, ValidationError) as error:
@@ -133,6 +138,19 @@ async def execute(
     except PayloadError as error:
         return permanent_failure(claimed, error)
     return Finish(claimed.lease, "succeeded", output=output)
+
+
+def _check_lease_before_start(ctx: RunContext) -> None:
+    """Start nothing for a run whose local lease ran out since its claim (the worker
+    stalled): another worker may have taken the run, even finished it. This covers the
+    replay of a resumed run too, which starts with its handler."""
+    if ctx._env is None:
+        return
+    try:
+        check_lease(ctx._env, "start its handler")
+    except LeaseLost as lost:
+        logger.warning("%s (the worker stalled since the claim)", lost)
+        raise asyncio.CancelledError from lost
 
 
 async def _call(workflow: Workflow[Any, Any], ctx: RunContext, value: Any, env: Execution) -> Any:

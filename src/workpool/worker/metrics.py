@@ -324,8 +324,11 @@ class TimedBackend:
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         return await self._timed("finish", self.wrapped.finish(finishes, now))
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
-        await self._timed("release", self.wrapped.release(leases, now, started=started))
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
+        release = self.wrapped.release(leases, now, attempt_used=attempt_used)
+        await self._timed("release", release)
 
     async def save_step(
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None

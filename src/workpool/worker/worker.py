@@ -331,7 +331,7 @@ class Worker:
         self._runs_started -= len(held)
         logger.info("handing back %d runs held ahead: no slot freed for them in time", len(held))
         leases = [run.lease for run in held]
-        await backend.release(leases, self.settings.clock.now(), started=False)
+        await backend.release(leases, self.settings.clock.now())
 
     def _count_started(self, runs: int) -> None:
         """Count runs started; recycle the worker once ``max_runs`` have started."""
@@ -512,18 +512,18 @@ class Worker:
                 len(self._ahead),
             )
         # Runs held ahead start as slots free: they were claimed, so they run now
-        # rather than be handed back with an attempt counted and nothing done.
+        # rather than be handed back with nothing done.
         deadline = time.monotonic() + self.options.shutdown_grace.total_seconds()
         while handler_tasks and (left := deadline - time.monotonic()) > 0:
             await asyncio.wait(handler_tasks, timeout=left)
             handler_tasks = self._active.handler_tasks()
-        leftovers = self._active.abandon_unfinished(reason="worker shutting down")
-        unstarted = [run.lease for run in self._ahead.take_all()]
-        for leases, started in ((leftovers, True), (unstarted, False)):
+        handed_back, over_limit = self._active.hand_back_unfinished()
+        handed_back += [run.lease for run in self._ahead.take_all()]
+        for leases, used in ((handed_back, False), (over_limit, True)):
             if not leases:
                 continue
             try:
-                await backend.release(leases, self.settings.clock.now(), started=started)
+                await backend.release(leases, self.settings.clock.now(), attempt_used=used)
             except Exception:
                 logger.exception("could not hand back %d leases; they expire", len(leases))
         await finisher.drain()

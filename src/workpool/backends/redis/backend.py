@@ -369,9 +369,12 @@ class RedisBackend:
             codec.milliseconds(seconds),
         )
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
         if leases:
-            await self._scripts.release(codec.seconds(now), started, codec.lease_pairs(leases))
+            pairs = codec.lease_pairs(leases)
+            await self._scripts.release(codec.seconds(now), attempt_used, pairs)
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         result = await self._scripts.cancel(codec.seconds(now), run_id, reason)

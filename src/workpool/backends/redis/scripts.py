@@ -218,9 +218,9 @@ class Scripts:
             return None
         return str(reply[0]), None if reply[1] is None else str(reply[1])
 
-    async def release(self, now: str, started: bool, leases: Sequence[tuple[str, str]]) -> int:
+    async def release(self, now: str, attempt_used: bool, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""
-        args = [now, "1" if started else "0", *(part for lease in leases for part in lease)]
+        args = [now, "1" if attempt_used else "0", *(part for lease in leases for part in lease)]
         return int(await self._release(args))
 
     async def cancel(self, now: str, run_id: str, reason: str | None) -> str:

@@ -283,9 +283,11 @@ class SQLiteBackend:
             lambda operations: operations.acquire_lease(name, holder, seconds, now)
         )
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
         """See ``Backend.release``."""
-        await self._transact(lambda operations: operations.release(leases, now, started))
+        await self._transact(lambda operations: operations.release(leases, now, attempt_used))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """See ``Backend.cancel``."""

@@ -179,7 +179,7 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 -- name: requeue_run
 -- Drop run :id's lease and queue it again at :now, adding :lease_loss to lease_losses
 -- (a lost lease also marks it to run alone); :resume = 1: the next claim takes the
--- same attempt again (the run was handed back before it began).
+-- same attempt again (the run was handed back: a hand-back is not an attempt).
 UPDATE runs SET
     status = 'queued',
     resuming = MAX(resuming, :resume),

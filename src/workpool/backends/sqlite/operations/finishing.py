@@ -101,9 +101,9 @@ class Finishing(Ending):
             self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
             self._fill(*left)
 
-    def release(self, leases: Sequence[Lease], now: float, started: bool) -> None:
-        """Queue held runs again now (or end them canceled if cancel was requested);
-        runs never ``started`` take the same attempt again when next claimed."""
+    def release(self, leases: Sequence[Lease], now: float, attempt_used: bool) -> None:
+        """Queue held runs again now (or end them canceled if cancel was requested); the
+        next claim takes the same attempt again, unless ``attempt_used``."""
         for lease in leases:
             held = self._held(lease)
             if held is None:
@@ -112,4 +112,4 @@ class Finishing(Ending):
             if records.flag(held, "cancel_requested"):
                 self._end(lease.run_id, "canceled", now)
             else:
-                self._requeue(lease.run_id, now, lease_loss=0, resume=not started)
+                self._requeue(lease.run_id, now, lease_loss=0, resume=not attempt_used)
