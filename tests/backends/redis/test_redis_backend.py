@@ -65,9 +65,9 @@ class CommandCounter:
         link = backend._link  # every command but the blocking wait goes through it
         send = cast(Callable[..., Awaitable[Any]], link.call)
 
-        async def counting(*args: Any) -> Any:
+        async def counting(*args: Any, repeatable: bool = False) -> Any:
             self.names.append(str(args[0]).upper())
-            return await send(*args)
+            return await send(*args, repeatable=repeatable)
 
         monkeypatch.setattr(link, "call", counting)
 
