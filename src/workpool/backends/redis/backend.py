@@ -48,6 +48,7 @@ from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
+from workpool.backends.redis.credentials import refuse_unneeded_password
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import (
@@ -135,7 +136,11 @@ class RedisBackend:
         backend = cls(link, waits, prefix)
         try:
             await link.call("PING", repeatable=True)
+            await refuse_unneeded_password(link, connections.connection_kwargs, describe_url(url))
             await backend._scripts.load()
+        except ConfigurationError:
+            await backend.close()
+            raise
         except (RedisError, OSError, BackendUnavailableError) as error:
             await backend.close()
             raise BackendUnavailableError(
