@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conformance.helpers import new_run
-from workpool.backends.base import Backend, Enqueued, NewRun
+from workpool.backends.base import Backend, Enqueued, NewBatch, NewRun
 from workpool.clock import ManualClock
 
 DEBOUNCE_WINDOW = 10.0
@@ -85,3 +85,36 @@ async def test_a_repeated_debounced_enqueue_leaves_a_later_collapse_alone(
     assert await backend.get_run(first.id) == collapsed
     assert collapsed is not None
     assert collapsed.input == '{"n": 2}'
+
+
+@pytest.mark.parametrize("open_batch", [True, False], ids=["open", "closed"])
+async def test_a_repeated_enqueue_that_created_a_batch_stores_nothing_new(
+    backend: Backend, clock: ManualClock, open_batch: bool
+) -> None:
+    now = clock.now()
+    batch = NewBatch("import-1", callback=None, open=open_batch)
+    batchable = [make for make in RUNS if make is not debounced]  # a batch takes none
+    runs = [dataclasses.replace(make(now), batch_id=batch.id) for make in batchable]
+    assert await backend.enqueue(runs, now, batch=batch) == [Enqueued(r.id, True) for r in runs]
+    stored = await backend.get_batch(batch.id)
+
+    assert await backend.enqueue(runs, now, batch=batch) == [Enqueued(r.id, False) for r in runs]
+    assert await backend.get_batch(batch.id) == stored
+    assert sorted(await stored_runs(backend)) == sorted(run.id for run in runs)
+
+
+async def test_a_repeated_enqueue_that_added_to_a_batch_stores_nothing_new(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    batch = NewBatch("import-2", callback=None, open=True)
+    first = dataclasses.replace(plain(now), batch_id=batch.id)
+    await backend.enqueue([first], now, batch=batch)
+    added = [dataclasses.replace(plain(now), batch_id=batch.id) for _ in range(2)]
+    assert await backend.enqueue(added, now) == [Enqueued(run.id, True) for run in added]
+    stored = await backend.get_batch(batch.id)
+
+    assert await backend.enqueue(added, now) == [Enqueued(run.id, False) for run in added]
+    assert await backend.get_batch(batch.id) == stored
+    assert stored is not None
+    assert stored.total == 3

@@ -235,8 +235,10 @@ class Backend(Protocol):
 
         Batches (see "Batches"): either no run has a ``batch_id``, or all have the same
         one (else ValueError). With ``batch``, it is created with the runs (their
-        ``batch_id`` must be its id; ValueError if a batch of that id exists); closed and
-        without runs stored, it completes at once. Without ``batch``, the runs are added
+        ``batch_id`` must be its id; ValueError if a batch of that id exists, unless it
+        holds one of these runs: then the call is a repeat of the one that created it,
+        and adds what is not stored yet); closed and without runs stored, it completes
+        at once. Without ``batch``, the runs are added
         to their batch, which must exist (else ``BatchNotFoundError``) and be open, or
         closed but ``added_by`` a run of it that has not ended (which keeps it from
         completing: a run adding to its own batch), else ``BatchClosedError``; nothing is

@@ -178,6 +178,20 @@ async def test_an_async_enqueue_whose_reply_was_lost_is_sent_again_and_stored_on
     await proxied.aclose()
 
 
+async def test_a_new_batch_whose_reply_was_lost_is_sent_again_and_stored_once(
+    proxy: DroppingProxy, proxied: Workpool
+) -> None:
+    add_one = add_one_on(proxied)
+    assert (await proxied.list_runs()).runs == []
+    proxy.drop_next_reply()
+    batch = await proxied.batch([add_one.prepare(1), add_one.prepare(2)])
+    assert proxy.dropped == 1
+    assert (await batch.status()).total == 2
+    listed = sorted(run.id for run in (await proxied.list_runs()).runs)
+    assert listed == sorted(handle.id for handle in batch.runs)
+    await proxied.aclose()
+
+
 async def test_a_lost_reply_of_a_call_a_repeat_would_change_is_not_sent_again(
     proxy: DroppingProxy, proxied: Workpool
 ) -> None:

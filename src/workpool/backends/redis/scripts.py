@@ -49,6 +49,7 @@ OPERATIONS = (
 REPEATABLE = frozenset(
     (
         "enqueue",  # idempotent by run id: a repeat finds the runs and returns them
+        "enqueue_batch",  # the same; a repeat finds its batch holding its runs
         "close_batch",
         "renew",
         "set_event",
@@ -65,7 +66,7 @@ REPEATABLE = frozenset(
 """The operations whose second run has the effect and the reply of the first: sent
 again if the connection is lost before their reply (``CommandLink.call``). The others
 would report something else the second time (a claim takes other runs, a finish or a
-cancel finds its work done, a new batch exists already...), so their callers are told
+cancel finds its work done...), so their callers are told
 that the outcome is unknown instead."""
 
 ClaimedRow = list[Any]

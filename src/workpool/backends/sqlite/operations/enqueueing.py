@@ -25,10 +25,10 @@ class Enqueueing(Batches):
         """Store runs, honouring idempotency keys, debounce and existing ids; with their
         batch, if they have one."""
         check_new_runs(runs, now)
-        batch_id = self._batch_of(runs, batch, added_by)
+        batch_id, new_batch = self._batch_of(runs, batch, added_by)
         stored = [self._enqueue_one(run, now) for run in runs]
         if batch_id is not None:
-            self._stored_in_batch(batch_id, batch, stored, now)
+            self._stored_in_batch(batch_id, new_batch, stored, now)
         return stored
 
     def _enqueue_one(
