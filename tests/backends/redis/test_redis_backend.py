@@ -66,9 +66,9 @@ class CommandCounter:
         link = backend._link  # every command but the blocking wait goes through it
         send = cast(Callable[..., Awaitable[Any]], link.call)
 
-        async def counting(*args: Any, repeatable: bool = False) -> Any:
+        async def counting(*args: Any, **options: Any) -> Any:
             self.names.append(str(args[0]).upper())
-            return await send(*args, repeatable=repeatable)
+            return await send(*args, **options)
 
         monkeypatch.setattr(link, "call", counting)
 

@@ -81,36 +81,38 @@ class CommandLink:
         self._replies: _Replies | None = None
         self._opening = asyncio.Lock()
 
-    async def call(self, *args: str | int | float, repeatable: bool = False) -> Any:
+    async def call(self, *args: str | int | float, repeatable: bool = False, what: str = "") -> Any:
         """Send one command and return its parsed reply.
 
         ``repeatable``: running the command twice has the effect and reply of running it
         once, so it is sent again (once, on a new connection) if the connection is lost
-        before its reply comes. Redis error replies are raised as redis-py's
-        ``ResponseError`` subclasses; network failures, timeouts and a server that
-        cannot serve now as ``BackendUnavailableError``.
+        before its reply comes. ``what`` names it in errors (default: the command).
+        Redis error replies are raised as redis-py's ``ResponseError`` subclasses;
+        network failures, timeouts and a server that cannot serve now as
+        ``BackendUnavailableError``.
         """
+        what = what or str(args[0])
         # hiredis packs in C; redis-py's packer costs ~1 us per argument.
         packed = hiredis.pack_command(args)  # type: ignore[arg-type]
         try:
-            result = await self._exchange(packed, args[0])
+            result = await self._exchange(packed, what)
         except RedisConnectionError as error:
             if not repeatable:
                 raise BackendUnavailableError(
-                    f"lost contact with Redis while it ran {args[0]}, which may have been "
+                    f"lost contact with Redis while it ran {what}, which may have been "
                     f"applied or not: {error}"
                 ) from error
             try:
-                result = await self._exchange(packed, args[0])
+                result = await self._exchange(packed, what)
             except RedisConnectionError as again:
                 raise BackendUnavailableError(f"lost contact with Redis: {again}") from again
         if isinstance(result, Exception):  # an error reply (hiredis makes it, not raises)
             if _unavailable(result):
-                raise BackendUnavailableError(f"Redis cannot serve {args[0]} now: {result}")
+                raise BackendUnavailableError(f"Redis cannot serve {what} now: {result}")
             raise result
         return result
 
-    async def _exchange(self, packed: bytes, name: str | int | float) -> Any:
+    async def _exchange(self, packed: bytes, what: str) -> Any:
         """Write one packed command on a usable connection and wait for its reply.
         RedisConnectionError: the connection was lost after the command was written."""
         replies = self._replies
@@ -123,7 +125,7 @@ class CommandLink:
         except TimeoutError:
             replies.drop()
             raise BackendUnavailableError(
-                f"Redis did not answer {name} within {COMMAND_TIMEOUT:.0f} s"
+                f"Redis did not answer {what} within {COMMAND_TIMEOUT:.0f} s"
             ) from None
         except OSError as error:
             raise RedisConnectionError(str(error)) from error

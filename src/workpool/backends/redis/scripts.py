@@ -83,6 +83,7 @@ class Script:
         self.source = script_source(operation)
         self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
         self._repeatable = operation in REPEATABLE
+        self._what = f"{operation}.lua"
 
     async def load(self) -> None:
         """Register the script on the server."""
@@ -91,10 +92,10 @@ class Script:
     async def __call__(self, args: Sequence[str | int]) -> Any:
         call = ("EVALSHA", self.sha, 1, self._tag, *args)
         try:
-            return await self._link.call(*call, repeatable=self._repeatable)
+            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
         except NoScriptError:  # flushed or restarted server: load, then call again
             await self.load()
-            return await self._link.call(*call, repeatable=self._repeatable)
+            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
 
 
 class Scripts:
