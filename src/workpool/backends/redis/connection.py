@@ -229,7 +229,8 @@ class _IdleSocket:
     def __init__(self, transport: asyncio.BaseTransport) -> None:
         sock = transport.get_extra_info("socket")
         self._poll = select.poll()
-        self._poll.register(sock.fileno(), select.POLLIN)
+        if sock is not None:  # else a transport without one: nothing to look at
+            self._poll.register(sock.fileno(), select.POLLIN)
 
     def has_input(self) -> bool:
         """Whether the socket is readable, closed or in error now."""
