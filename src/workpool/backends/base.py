@@ -227,13 +227,18 @@ class Backend(Protocol):
         even if that run has since finished. Expired keys are replaced. Within one
         batch, a repeated (workflow, key) resolves to the first run of the batch.
         Enqueueing an id that already exists returns ``created=False`` and changes
-        nothing. A run with a ``debounce_key`` may collapse into an earlier one (see
-        "Debounce"). Wakes any worker blocked in ``wait_for_work`` on that queue.
+        nothing, before any gate or debounce key is looked at: so enqueue is idempotent
+        by run id, and a client may send a call again when its reply was lost (the
+        repeat is neither skipped at its own gate nor collapsed). A run with a
+        ``debounce_key`` may collapse into an earlier one (see "Debounce"). Wakes any
+        worker blocked in ``wait_for_work`` on that queue.
 
         Batches (see "Batches"): either no run has a ``batch_id``, or all have the same
         one (else ValueError). With ``batch``, it is created with the runs (their
-        ``batch_id`` must be its id; ValueError if a batch of that id exists); closed and
-        without runs stored, it completes at once. Without ``batch``, the runs are added
+        ``batch_id`` must be its id; ValueError if a batch of that id exists, unless it
+        holds one of these runs: then the call is a repeat of the one that created it,
+        and adds what is not stored yet); closed and without runs stored, it completes
+        at once. Without ``batch``, the runs are added
         to their batch, which must exist (else ``BatchNotFoundError``) and be open, or
         closed but ``added_by`` a run of it that has not ended (which keeps it from
         completing: a run adding to its own batch), else ``BatchClosedError``; nothing is

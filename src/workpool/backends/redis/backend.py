@@ -48,6 +48,7 @@ from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
+from workpool.backends.redis.credentials import refuse_unneeded_password
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import (
@@ -134,8 +135,12 @@ class RedisBackend:
             ) from None
         backend = cls(link, waits, prefix)
         try:
-            await link.call("PING")
+            await link.call("PING", repeatable=True)
+            await refuse_unneeded_password(link, connections.connection_kwargs, describe_url(url))
             await backend._scripts.load()
+        except ConfigurationError:
+            await backend.close()
+            raise
         except (RedisError, OSError, BackendUnavailableError) as error:
             await backend.close()
             raise BackendUnavailableError(
@@ -189,8 +194,12 @@ class RedisBackend:
             raise ValueError(f"batch {batch_id} exists already; nothing was written")
         return found
 
+    async def _read(self, *args: str | int) -> Any:
+        """One command that only reads (sent again if its reply is lost)."""
+        return await self._link.call(*args, repeatable=True)
+
     async def get_batch(self, batch_id: str) -> BatchRecord | None:
-        fields = as_dict(await self._link.call("HGETALL", self._keys.batch(batch_id)))
+        fields = as_dict(await self._read("HGETALL", self._keys.batch(batch_id)))
         return codec.decode_batch(batch_id, fields) if fields else None
 
     async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
@@ -301,11 +310,11 @@ class RedisBackend:
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         return codec.decode_steps(
-            run_id, as_dict(await self._link.call("HGETALL", self._keys.steps(run_id)))
+            run_id, as_dict(await self._read("HGETALL", self._keys.steps(run_id)))
         )
 
     async def get_children(self, run_id: str) -> list[str]:
-        return list(await self._link.call("LRANGE", self._keys.children(run_id), 0, -1))
+        return list(await self._read("LRANGE", self._keys.children(run_id), 0, -1))
 
     async def set_queue(
         self,
@@ -320,9 +329,7 @@ class RedisBackend:
         return codec.decode_settings(queue, *stored)
 
     async def get_queue(self, queue: str) -> QueueSettings:
-        stored = await self._link.call(
-            "HMGET", self._keys.settings(queue), "max_parallelism", "paused"
-        )
+        stored = await self._read("HMGET", self._keys.settings(queue), "max_parallelism", "paused")
         return codec.decode_settings(queue, *stored)
 
     async def sync_registry(
@@ -336,7 +343,7 @@ class RedisBackend:
         return await self._scripts.sync_registry(app, codec.seconds(now - grace), records)
 
     async def list_workflows(self) -> list[WorkflowInfo]:
-        stored = as_dict(await self._link.call("HGETALL", self._keys.registry()))
+        stored = as_dict(await self._read("HGETALL", self._keys.registry()))
         return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
 
     async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
@@ -351,7 +358,7 @@ class RedisBackend:
         await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "")
 
     async def list_workers(self, now: float) -> list[WorkerRecord]:
-        return codec.live_workers(await self._link.call("HVALS", self._keys.workers()), now)
+        return codec.live_workers(await self._read("HVALS", self._keys.workers()), now)
 
     async def fail_unserved(
         self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
@@ -395,7 +402,7 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        fields = as_dict(await self._link.call("HGETALL", self._keys.run(run_id)))
+        fields = as_dict(await self._read("HGETALL", self._keys.run(run_id)))
         return codec.decode_run(run_id, fields) if fields else None
 
     async def list_runs(
@@ -459,7 +466,7 @@ class RedisBackend:
         ``workflows``, of every pair of these queues that has had a run."""
         if workflows is None:
             wanted = set(queues)
-            names = await self._link.call("SMEMBERS", self._keys.pairs())
+            names = await self._read("SMEMBERS", self._keys.pairs())
             pairs = [split_pair(str(name)) for name in names]
             return sorted(self._keys.signal(*pair) for pair in pairs if pair[0] in wanted)
         return [self._keys.signal(queue, workflow) for queue in queues for workflow in workflows]

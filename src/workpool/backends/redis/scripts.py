@@ -46,6 +46,29 @@ OPERATIONS = (
     "fail_unserved",
 )
 
+REPEATABLE = frozenset(
+    (
+        "enqueue",  # idempotent by run id: a repeat finds the runs and returns them
+        "enqueue_batch",  # the same; a repeat finds its batch holding its runs
+        "close_batch",
+        "renew",
+        "set_event",
+        "get_event",
+        "release",
+        "set_queue",
+        "acquire_lease",
+        "list_runs",
+        "get_stats",
+        "get_minute_counters",
+        "heartbeat",
+    )
+)
+"""The operations whose second run has the effect and the reply of the first: sent
+again if the connection is lost before their reply (``CommandLink.call``). The others
+would report something else the second time (a claim takes other runs, a finish or a
+cancel finds its work done...), so their callers are told
+that the outcome is unknown instead."""
+
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
 has_steps (1 | 0), claims, isolated (1 | 0), timeout | None, elapsed, batch id | None]"""
@@ -59,17 +82,20 @@ class Script:
         self._tag = tag
         self.source = script_source(operation)
         self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+        self._repeatable = operation in REPEATABLE
+        self._what = f"{operation}.lua"
 
     async def load(self) -> None:
         """Register the script on the server."""
-        await self._link.call("SCRIPT", "LOAD", self.source)
+        await self._link.call("SCRIPT", "LOAD", self.source, repeatable=True)
 
     async def __call__(self, args: Sequence[str | int]) -> Any:
+        call = ("EVALSHA", self.sha, 1, self._tag, *args)
         try:
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
         except NoScriptError:  # flushed or restarted server: load, then call again
             await self.load()
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
 
 
 class Scripts:

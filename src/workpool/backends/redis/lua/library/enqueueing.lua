@@ -75,15 +75,17 @@ local function enqueue_one(parsed, now)
       return earlier
     end
   end
+  -- Before the gate and debounce: a repeated enqueue (a client sending again after a
+  -- lost reply) finds its own run, which may fill the gate or be the debounced run.
+  if run_exists(run.id) then
+    return run.id
+  end
   if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
     return false
   end
   local pending = run.debounce and debouncing().collapse(run, now)
   if pending then
     return pending
-  end
-  if run_exists(run.id) then
-    return run.id
   end
   if key then
     redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)
