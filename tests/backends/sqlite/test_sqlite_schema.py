@@ -176,11 +176,12 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 12
+    assert version == load_migrations()[-1].version == 13
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables
     assert {"batches", "batch_failures", "runs_of_batch", "debounces"} <= tables
+    assert {"trigger_runs", "skipped_ticks"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
