@@ -84,6 +84,9 @@ HOT_QUERIES = (
     "batch_failures",
     "complete_batch",
     "cancelable_in_batch",
+    "trigger_latest_run",
+    "remember_trigger_run",
+    "trim_skipped_ticks",
 )
 SAMPLE_PARAMETERS = {
     "id": "run-1",
@@ -156,6 +159,8 @@ SAMPLE_PARAMETERS = {
     "position": 1,
     "count": 2,
     "callback_run_id": None,
+    "trigger_id": "0 3 * * * UTC",
+    "kept": 100,
 }
 
 
@@ -254,6 +259,7 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
         "publish_value",
         "note_batch_failure",
         "remember_debounced",
+        "remember_trigger_run",
     ):  # upserts
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 
