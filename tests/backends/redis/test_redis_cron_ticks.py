@@ -40,7 +40,9 @@ async def test_skipped_ticks_are_a_list_per_trigger_trimmed_to_the_newest_kept(
     listed = keys.skipped_ticks(WORKFLOW, "c:d")
     assert listed == "{workpool-test}:trigger:3:a:b:c:d:skipped"
     assert await raw.llen(listed) == SKIPPED_TICKS_KEPT
-    newest = json.loads(await raw.lindex(listed, 0))
+    stored = await raw.lindex(listed, 0)
+    assert stored is not None
+    newest = json.loads(stored)
     assert newest == {
         "workflow": WORKFLOW,
         "trigger": "c:d",
