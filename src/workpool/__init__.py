@@ -43,6 +43,7 @@ from workpool.models import (
     Running,
     RunResult,
     RunStatus,
+    SkippedTick,
     Step,
     Success,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "OnBatchComplete",
     "RunList",
     "RegisteredWorkflow",
+    "SkippedTick",
     "Stats",
     "Figures",
     "Unserved",

@@ -189,7 +189,9 @@ class Workpool(Client):
                 across every worker (optionally per key); runs over it wait for their
                 start time without using an attempt.
             cron: ``Cron`` triggers; one worker of the pool (the leader) starts a run at
-                each tick. A tick is skipped while the workflow is at max_concurrency.
+                each tick, unless the trigger's ``overlap`` policy skips it while the
+                trigger's own previous run is active (see ``Cron``); a started tick
+                waits at max_concurrency like any run.
             timeout: the longest one attempt may execute (timedelta or seconds; None:
                 no limit); over it the attempt fails with ``RunTimeoutError`` and the
                 retry policy decides. A run's own ``timeout=`` wins.

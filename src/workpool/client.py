@@ -38,6 +38,7 @@ from workpool.decoding import (
     require_batch,
     require_run,
     run_from_record,
+    skipped_tick,
     step_from_record,
 )
 from workpool.definitions import PreparedRun, Workflow, check_completion
@@ -49,7 +50,7 @@ from workpool.errors import (
 )
 from workpool.handles import RunHandle
 from workpool.loops import LoopBackends
-from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
+from workpool.models import RegisteredWorkflow, Run, RunList, RunState, SkippedTick, Step
 from workpool.options import RetryPolicy
 from workpool.registry import Registry, check_parallelism
 from workpool.serialization import check_size, from_json, to_json
@@ -351,6 +352,21 @@ class Client:
         backend = await self.backend()
         return [registered_workflow(info) for info in await backend.list_workflows()]
 
+    async def list_skipped_ticks(
+        self, *, workflow: str | None = None, limit: int = 50
+    ) -> list[SkippedTick]:
+        """The newest cron ticks that started no run (of ``workflow``, or of every
+        workflow), latest tick first: each with its trigger, time and reason. The
+        backend keeps the newest 100 of each trigger. ``limit``: 1 to 1000."""
+        if type(limit) is not int or not 1 <= limit <= MAX_PAGE:
+            raise ConfigurationError(
+                f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}"
+            )
+        backend = await self.backend()
+        return [
+            skipped_tick(record) for record in await backend.list_skipped_ticks(workflow, limit)
+        ]
+
     # -- events --------------------------------------------------------------------
 
     async def send_event(
@@ -498,6 +514,7 @@ class Client:
     list_runs_sync = sync_twin(list_runs, "pool")
     stats_sync = sync_twin(stats, "pool")
     list_workflows_sync = sync_twin(list_workflows, "pool")
+    list_skipped_ticks_sync = sync_twin(list_skipped_ticks, "pool")
     send_event_sync = sync_twin(send_event, "pool")
     get_event_sync = sync_twin(get_event, "pool")
     cancel_sync = sync_twin(cancel, "pool")

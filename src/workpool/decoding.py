@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from workpool.backends.base import BatchRecord, RunRecord, StepRecord, WorkflowInfo
+from workpool.backends.base import (
+    BatchRecord,
+    RunRecord,
+    SkippedTickRecord,
+    StepRecord,
+    WorkflowInfo,
+)
 from workpool.errors import BatchNotFoundError, CorruptRecordError, RunNotFoundError
 from workpool.models import (
     BatchStatus,
@@ -18,6 +24,7 @@ from workpool.models import (
     RunError,
     Running,
     RunStatus,
+    SkippedTick,
     Step,
     Success,
 )
@@ -108,6 +115,18 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
         cron=cron if isinstance(cron, list) else [],
         updated_at=_time(info.updated_at),
         rate_limits=rate_limits if isinstance(rate_limits, list) else None,
+    )
+
+
+def skipped_tick(record: SkippedTickRecord) -> SkippedTick:
+    """Decode a skipped tick's record."""
+    return SkippedTick(
+        workflow=record.workflow,
+        trigger=record.trigger,
+        scheduled_at=_time(record.scheduled_at),
+        reason=record.reason,
+        run_id=record.run_id,
+        recorded_at=_time(record.recorded_at),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import TypeAdapter
 
-from workpool.cron import Cron
+from workpool.cron import Cron, trigger_ids
 from workpool.errors import ConfigurationError
 from workpool.handles import RunHandle
 from workpool.models import OnComplete
@@ -245,6 +245,8 @@ class Workflow(Generic[InputT, OutputT]):
                     f"workflow {name!r}: cron takes Cron(...) triggers, got {trigger!r}"
                 )
             self.prepare(trigger.input)  # a trigger's input must be valid now, not at 3 am
+        self.cron_ids = trigger_ids(self.cron, name)
+        """Each cron trigger's id (``workpool.cron.trigger_ids``), in ``cron``'s order."""
 
     def __repr__(self) -> str:
         return f"<Workflow {self.name!r} queue={self.queue!r}>"

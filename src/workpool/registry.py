@@ -118,7 +118,12 @@ class Registry:
                     max_concurrency=workflow.max_concurrency,
                     retry=json.dumps(retry.to_json()) if retry is not None else None,
                     cron=to_json(
-                        [trigger.to_json() for trigger in workflow.cron],
+                        [
+                            trigger.to_json(trigger_id)
+                            for trigger, trigger_id in zip(
+                                workflow.cron, workflow.cron_ids, strict=True
+                            )
+                        ],
                         what=f"cron triggers of workflow {workflow.name!r}",
                     ),
                     updated_at=0.0,

@@ -348,6 +348,7 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "pool.stats": lambda: pool.stats_sync(),
         "pool.retry_run": lambda: pool.retry_run_sync("no-such-run"),
         "pool.list_workflows": lambda: pool.list_workflows_sync(),
+        "pool.list_skipped_ticks": lambda: pool.list_skipped_ticks_sync(),
         "pool.get_queue": lambda: pool.get_queue_sync("default"),
         "pool.set_max_parallelism": lambda: pool.set_max_parallelism_sync("default", 3),
         "pool.pause": lambda: pool.pause_sync("default"),

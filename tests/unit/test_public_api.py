@@ -51,6 +51,7 @@ EXPECTED = {
     "SyncCallInEventLoopError",
     "QueueSettings",
     "RegisteredWorkflow",
+    "SkippedTick",
     "Cron",
     "RateLimit",
     "RunList",

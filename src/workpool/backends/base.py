@@ -131,6 +131,15 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Protocol
 
+from workpool.backends.ticks import (
+    SKIPPED_TICKS_KEPT,
+    TICK_OVERLAPS,
+    NewTick,
+    SkippedTickRecord,
+    SkipReason,
+    TickOverlap,
+    TickStarted,
+)
 from workpool.backends.values import (
     ACTIVE_STATES,
     MAX_FAILED_IDS,
@@ -204,6 +213,13 @@ __all__ = [
     "RenewResult",
     "Finish",
     "StepRecord",
+    "NewTick",
+    "TickOverlap",
+    "TICK_OVERLAPS",
+    "SkipReason",
+    "SkippedTickRecord",
+    "SKIPPED_TICKS_KEPT",
+    "TickStarted",
 ]
 
 
@@ -506,6 +522,35 @@ class Backend(Protocol):
         (``expires_at <= now``) or ``holder`` holds it, make ``holder`` hold it until
         ``now + seconds`` and return True; else change nothing and return False.
         """
+        ...
+
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        """Start a cron tick's run unless its trigger's overlap policy skips it, in ONE
+        operation.
+
+        A trigger's latest run is the run that ``start_tick`` last created for its
+        (workflow, trigger); it is active unless it ended (or is gone). In order:
+
+        1. The run's idempotency key is held (another leader started this tick): return
+           that run, ``created`` False; nothing is written.
+        2. ``skip``: the latest run is active; ``buffer_one``: it is active and has not
+           started (``queued`` or ``scheduled`` with no execution yet). Then store
+           nothing but a ``SkippedTickRecord`` (reason ``previous_run_active`` or
+           ``buffer_full``, ``run_id`` the latest run, ``recorded_at`` now), keep the
+           newest ``SKIPPED_TICKS_KEPT`` of the (workflow, trigger), and return it in
+           ``skipped``. ``allow_all`` never skips. Runs of other triggers, or enqueued
+           otherwise, are not looked at: a full gate does not skip a tick.
+        3. Else enqueue the run as ``enqueue`` does (it may wait at its gate, or for its
+           rate limits), make it the trigger's latest run and return it, ``created``.
+
+        ValueError, writing nothing, for a time that cannot be stored (the run's, now,
+        ``scheduled_at``), an empty trigger or an unknown overlap.
+        """
+        ...
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        """The newest ``limit`` (>= 1) skipped ticks kept (of ``workflow``, or of every
+        workflow), latest ``scheduled_at`` first."""
         ...
 
     async def release(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.queues import queues
 from workpool.cli.runs import runs, steps
@@ -23,6 +24,7 @@ cli.add_command(runs)
 cli.add_command(steps)
 cli.add_command(stats)
 cli.add_command(workflows)
+cli.add_command(cron)
 cli.add_command(dashboard)
 
 

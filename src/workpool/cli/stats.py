@@ -179,7 +179,8 @@ def _retry_summary(policy: Any) -> str:
 
 
 def _cron_summary(triggers: list[Any]) -> str:
-    """The cron expressions, one per line, each with its time zone unless UTC."""
+    """The cron expressions, one per line, each with its time zone unless UTC, and its
+    overlap policy unless skip (the default)."""
     parts = []
     for trigger in triggers:
         if not isinstance(trigger, dict):
@@ -187,5 +188,7 @@ def _cron_summary(triggers: list[Any]) -> str:
             continue
         zone = trigger.get("timezone") or "UTC"
         expression = str(trigger.get("expression", "?"))
-        parts.append(expression if zone == "UTC" else f"{expression} ({zone})")
+        part = expression if zone == "UTC" else f"{expression} ({zone})"
+        overlap = trigger.get("overlap") or "skip"
+        parts.append(part if overlap == "skip" else f"{part} {overlap}")
     return "\n".join(parts) or NONE

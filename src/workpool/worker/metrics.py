@@ -164,7 +164,7 @@ class WorkerMetrics:
         )
         self.cron_skipped = Counter(
             "workpool_cron_ticks_skipped",
-            "Cron ticks skipped because the workflow was at its max_concurrency.",
+            "Cron ticks skipped by their trigger's overlap policy (its previous run still active).",
             ["workflow"],
             registry=registry,
         )
@@ -198,7 +198,7 @@ class WorkerMetrics:
         self.cron_fired.labels(workflow).inc()
 
     def cron_tick_skipped(self, workflow: str) -> None:
-        """A cron tick was skipped: its workflow was at max_concurrency."""
+        """A cron tick was skipped by its trigger's overlap policy."""
         self.cron_skipped.labels(workflow).inc()
 
     def set_queue_stats(self, stats: Stats, queues: Sequence[str]) -> None:

@@ -15,6 +15,7 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from workpool.backends.base import (
+    SKIPPED_TICKS_KEPT,
     BatchRecord,
     CancelResult,
     ClaimResult,
@@ -26,14 +27,17 @@ from workpool.backends.base import (
     MinuteCounters,
     NewBatch,
     NewRun,
+    NewTick,
     QueueSettings,
     RenewResult,
     Rerun,
     RerunStatus,
     RunPage,
     RunRecord,
+    SkippedTickRecord,
     StatsSnapshot,
     StepRecord,
+    TickStarted,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -43,6 +47,7 @@ from workpool.backends.checks import (
     check_new_runs,
     check_now,
     check_step,
+    check_tick,
 )
 from workpool.backends.durability import DurabilityReport
 from workpool.backends.redis import codec, durability
@@ -220,6 +225,23 @@ class RedisBackend:
         if stored is None:
             return Enqueued(run_id=run.id, created=False, skipped=True)
         return Enqueued(run_id=stored, created=False)
+
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        check_tick(tick, now)
+        reply = await self._scripts.start_tick(
+            codec.seconds(now),
+            tick.trigger,
+            codec.seconds(tick.scheduled_at),
+            tick.overlap,
+            SKIPPED_TICKS_KEPT,
+            codec.encode_runs([tick.run], now),
+        )
+        return codec.decode_tick_started(tick, now, reply)
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        limit = max(1, limit)
+        texts = await self._scripts.list_skipped_ticks(workflow or "", limit)
+        return codec.decode_skipped_ticks(texts, limit)
 
     async def claim(
         self,

@@ -44,6 +44,8 @@ OPERATIONS = (
     "rerun",
     "heartbeat",
     "fail_unserved",
+    "start_tick",
+    "list_skipped_ticks",
 )
 
 REPEATABLE = frozenset(
@@ -127,6 +129,8 @@ class Scripts:
         self._rerun = Script(link, tag, "rerun")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
+        self._start_tick = Script(link, tag, "start_tick")
+        self._list_skipped_ticks = Script(link, tag, "list_skipped_ticks")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -313,6 +317,18 @@ class Scripts:
     ) -> int:
         """How many runs were failed."""
         return int(await self._fail_unserved([now, queue, workflow, before, limit, error]))
+
+    async def start_tick(
+        self, now: str, trigger: str, scheduled_at: str, overlap: str, kept: int, run: Sequence[str]
+    ) -> list[str]:
+        """['created', run id], ['found', run id] or ['skipped', reason, active run id]."""
+        reply = await self._start_tick([now, trigger, scheduled_at, overlap, kept, *run])
+        return [str(part) for part in reply]
+
+    async def list_skipped_ticks(self, workflow: str, limit: int) -> list[str]:
+        """JSON texts of skipped ticks, the newest ``limit`` of each trigger (of
+        ``workflow``; '' every workflow)."""
+        return [str(record) for record in await self._list_skipped_ticks([workflow, limit])]
 
 
 def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:

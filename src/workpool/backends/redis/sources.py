@@ -27,6 +27,7 @@ from importlib import resources
 LIBRARY = (
     "arguments",
     "keys",
+    "triggers",
     "events",
     "deferred",
     "listing",

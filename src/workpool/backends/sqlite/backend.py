@@ -27,19 +27,23 @@ from workpool.backends.base import (
     MinuteCounters,
     NewBatch,
     NewRun,
+    NewTick,
     QueueSettings,
     RenewResult,
     Rerun,
     RunPage,
     RunRecord,
+    SkippedTickRecord,
     StatsSnapshot,
     StepRecord,
+    TickStarted,
     WorkerRecord,
     WorkflowInfo,
 )
 from workpool.backends.sqlite import reads, records
 from workpool.backends.sqlite.connection import ConnectionThread
 from workpool.backends.sqlite.operations import Operations
+from workpool.backends.sqlite.operations.ticks import skipped_tick
 from workpool.backends.sqlite.sql import load_queries
 from workpool.backends.sqlite.waiting import Waits
 from workpool.errors import BackendUnavailableError
@@ -282,6 +286,20 @@ class SQLiteBackend:
         return await self._transact(
             lambda operations: operations.acquire_lease(name, holder, seconds, now)
         )
+
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        """See ``Backend.start_tick``."""
+        return await self._transact(lambda operations: operations.start_tick(tick, now))
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        """See ``Backend.list_skipped_ticks``: one SELECT."""
+        query = self._queries["list_skipped_ticks"]
+        parameters = {"workflow": workflow, "limit": max(1, limit)}
+
+        def read(connection: sqlite3.Connection) -> list[SkippedTickRecord]:
+            return [skipped_tick(row) for row in connection.execute(query, parameters)]
+
+        return await self._thread.read(read)
 
     async def release(
         self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False

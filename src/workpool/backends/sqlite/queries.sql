@@ -737,3 +737,35 @@ ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;
 SELECT runs.status, published.value FROM runs
 LEFT JOIN published ON published.run_id = runs.id AND published.key = :key
 WHERE runs.id = :id;
+
+-- name: trigger_latest_run
+-- The status and claim count of the run start_tick last created for (:workflow, :trigger_id).
+SELECT runs.id, runs.status, runs.claims FROM trigger_runs
+JOIN runs ON runs.id = trigger_runs.run_id
+WHERE trigger_runs.workflow = :workflow AND trigger_runs.trigger_id = :trigger_id;
+
+-- name: remember_trigger_run
+-- Make :run_id the latest run of (:workflow, :trigger_id).
+INSERT INTO trigger_runs (workflow, trigger_id, run_id) VALUES (:workflow, :trigger_id, :run_id)
+ON CONFLICT (workflow, trigger_id) DO UPDATE SET run_id = excluded.run_id;
+
+-- name: record_skipped_tick
+-- Record that the tick of (:workflow, :trigger_id) at :scheduled_at started no run.
+INSERT INTO skipped_ticks (workflow, trigger_id, scheduled_at, reason, run_id, recorded_at)
+VALUES (:workflow, :trigger_id, :scheduled_at, :reason, :run_id, :now);
+
+-- name: trim_skipped_ticks
+-- Keep only the newest :kept skipped ticks of (:workflow, :trigger_id).
+DELETE FROM skipped_ticks
+WHERE workflow = :workflow AND trigger_id = :trigger_id AND id <= (
+    SELECT id FROM skipped_ticks
+    WHERE workflow = :workflow AND trigger_id = :trigger_id
+    ORDER BY id DESC LIMIT 1 OFFSET :kept
+);
+
+-- name: list_skipped_ticks
+-- The newest :limit skipped ticks (of :workflow, or of all when NULL), latest tick first.
+SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skipped_ticks
+WHERE :workflow IS NULL OR workflow = :workflow
+ORDER BY scheduled_at DESC, id DESC
+LIMIT :limit;

@@ -9,6 +9,7 @@ One module per area, every name re-exported here (callers write ``codec.encode_r
 - ``stats.py``     ``get_stats.lua``'s and ``get_minute_counters.lua``'s replies, worker records
 - ``steps.py``     stored steps
 - ``settings.py``  queue settings, workflow registry records
+- ``ticks.py``     ``start_tick.lua``'s reply, skipped ticks
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ from workpool.backends.redis.codec.steps import (
     decode_steps,
     encode_step,
 )
+from workpool.backends.redis.codec.ticks import decode_skipped_ticks, decode_tick_started
 from workpool.backends.redis.codec.times import milliseconds, seconds
 
 __all__ = [
+    "decode_tick_started",
+    "decode_skipped_ticks",
     "seconds",
     "milliseconds",
     "RUN_FIELDS",
