@@ -57,6 +57,7 @@ from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal, sync_twin
 from workpool.validation import as_timedelta, check_name, duration_seconds
+from workpool.waiting import waiting_reason
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
@@ -330,21 +331,12 @@ class Client:
 
     async def waiting_reason(self, run: Run) -> str | None:
         """Why a pending run has not started, if something other than a busy worker
-        holds it: no live worker defines its workflow on its queue, or its queue is
-        paused. None for runs that are not pending."""
-        if run.status not in ("queued", "scheduled"):
-            return None
-        workers = await self.live_workers()
-        if not any(worker.serves(run.queue, run.workflow) for worker in workers):
-            return (
-                f"waiting: no worker defines workflow {run.workflow!r} on queue "
-                f"{run.queue!r} ({len(workers)} live workers)"
-            )
-        if run.waiting is not None:
-            return run.waiting
-        if (await self.get_queue(run.queue)).paused:
-            return f"waiting: queue {run.queue!r} is paused"
-        return None
+        holds it (every reason that holds, joined): no live worker defines its workflow
+        on its queue, its workflow is at its concurrency limit, it is rate limited or
+        scheduled for later, its queue is paused or at its ``max_parallelism``. None for
+        runs that are not pending. ``RunHandle.result``'s timeout says the same."""
+        backend = await self.backend()
+        return await waiting_reason(backend, run, self.settings.clock.now())
 
     async def list_workflows(self) -> list[RegisteredWorkflow]:
         """The workflows registered by the workers of every app, by name."""
