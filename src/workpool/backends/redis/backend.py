@@ -103,12 +103,18 @@ def as_dict(reply: Any) -> dict[str, str]:
 class RedisBackend:
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
-    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str) -> None:
-        """Use ``open``; this takes already-configured connections."""
+    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str, location: str = "") -> None:
+        """Use ``open``; this takes already-configured connections (``location``: the
+        server's URL without its password, for ``repr``)."""
+        self._location = location
+        self._prefix = prefix
         self._link = link
         self._waits = waits
         self._keys = Keys(prefix)
         self._scripts = Scripts(link, self._keys.tag)
+
+    def __repr__(self) -> str:
+        return f"<RedisBackend {self._location} (prefix {self._prefix})>"
 
     @classmethod
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
@@ -132,7 +138,7 @@ class RedisBackend:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
-        backend = cls(link, waits, prefix)
+        backend = cls(link, waits, prefix, describe_url(url))
         try:
             await link.call("PING")
             await backend._scripts.load()

@@ -55,6 +55,9 @@ class SQLiteBackend:
         self._queries = load_queries()
         self._waits = Waits(thread, listen=listen)
 
+    def __repr__(self) -> str:
+        return f"<SQLiteBackend {self._thread.path}>"
+
     @classmethod
     async def open(
         cls, path: Path, *, synchronous: str = "FULL", listen: bool = True
@@ -64,7 +67,8 @@ class SQLiteBackend:
         ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
         ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
         instead of listening for wake-ups (as where no listener can be had). Raises
-        BackendUnavailableError if the file cannot be opened or created.
+        BackendUnavailableError if the file cannot be opened or created. A relative
+        ``path`` is made absolute at open, so that every message names the file itself.
         """
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
