@@ -417,6 +417,16 @@ class Client:
             await asyncio.sleep(delay if left is None else min(delay, left))
             delay = min(delay * 2, EVENT_POLL_LONGEST)
 
+    async def get_events(self, run_id: str) -> dict[str, Any]:
+        """Every value run ``run_id`` published (``ctx.set_event``): key -> the latest
+        value, ordered by key; empty if it published none. One read, no waiting (see
+        ``get_event`` to wait for a key). RunNotFoundError if there is no such run."""
+        backend = await self.backend()
+        stored = await backend.list_published(run_id)
+        if not stored and await backend.get_run(run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        return {key: from_json(value) for key, value in stored.items()}
+
     # -- cancel --------------------------------------------------------------------
 
     async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
@@ -492,6 +502,7 @@ class Client:
     list_workflows_sync = sync_twin(list_workflows, "pool")
     send_event_sync = sync_twin(send_event, "pool")
     get_event_sync = sync_twin(get_event, "pool")
+    get_events_sync = sync_twin(get_events, "pool")
     cancel_sync = sync_twin(cancel, "pool")
     cancel_all_sync = sync_twin(cancel_all, "pool")
     get_queue_sync = sync_twin(get_queue, "pool")

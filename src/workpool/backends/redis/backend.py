@@ -305,6 +305,10 @@ class RedisBackend:
         found = await self._scripts.get_event(run_id, key)
         return None if found is None else EventValue(*found)
 
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        stored = as_dict(await self._link.call("HGETALL", self._keys.published(run_id)))
+        return {key: stored[key] for key in sorted(stored)}
+
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         return codec.decode_steps(
             run_id, as_dict(await self._link.call("HGETALL", self._keys.steps(run_id)))

@@ -201,6 +201,16 @@ class SQLiteBackend:
 
         return await self._thread.read(read)
 
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """See ``Backend.list_published``: one SELECT (the primary key's order)."""
+        query = self._queries["list_published"]
+
+        def read(connection: sqlite3.Connection) -> dict[str, str]:
+            rows = connection.execute(query, {"id": run_id}).fetchall()
+            return {str(row["key"]): str(row["value"]) for row in rows}
+
+        return await self._thread.read(read)
+
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         """See ``Backend.get_steps``: one SELECT."""
         query = self._queries["get_steps"]

@@ -734,6 +734,10 @@ LIMIT 1;
 INSERT INTO published (run_id, key, value) VALUES (:run_id, :key, :value)
 ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;
 
+-- name: list_published
+-- Every value run :id published, by key.
+SELECT key, value FROM published WHERE run_id = :id ORDER BY key;
+
 -- name: get_published
 -- The status of run :id and the value it published under :key (no row: unknown id).
 SELECT runs.status, published.value FROM runs
