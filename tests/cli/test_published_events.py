@@ -10,9 +10,9 @@ from tests.cli.helpers import workpool
 from workpool import RunContext, Workpool
 
 
-async def test_published_values_are_shown_and_read_from_the_command_line(
-    backend_url: str,
-) -> None:
+async def _finished_runs(backend_url: str) -> tuple[str, str]:
+    """The ids of two finished runs: one published two keys (one of them twice), the
+    other none."""
     pool = Workpool(backend_url, app="cli-tests")
 
     @pool.workflow()
@@ -29,38 +29,43 @@ async def test_published_values_are_shown_and_read_from_the_command_line(
     try:
         handle, silent = await importer.run(None), await quiet.run(None)
         async with pool.worker(concurrency=2):
-            assert await handle.result(timeout=10) == "ok"
-            assert await silent.result(timeout=10) == "ok"
+            assert await handle.result(timeout=30) == "ok"
+            assert await silent.result(timeout=30) == "ok"
         assert await pool.get_events(handle.id) == {
             "status": {"step": 2, "note": "done"},
             "total": 12.5,
         }
         assert await pool.get_events(silent.id) == {}
-
-        read = workpool(backend_url, "runs", "get-event", handle.id, "status")
-        assert (read.returncode, read.stderr) == (0, "")
-        assert json.loads(read.stdout) == {"step": 2, "note": "done"}
-        total = workpool(backend_url, "runs", "get-event", handle.id, "total")
-        assert (total.returncode, total.stdout) == (0, "12.5\n")
-
-        missing = workpool(backend_url, "runs", "get-event", handle.id, "never")
-        assert (missing.returncode, missing.stdout) == (1, "")
-        assert missing.stderr == (
-            f"workpool: run {handle.id} published no value under 'never' (it succeeded; "
-            "it published 'status', 'total')\n"
-        )
-
-        shown = workpool(backend_url, "runs", "show", handle.id)
-        assert shown.returncode == 0, shown.stderr
-        events = shown.stdout.split("\nevents\n", 1)[1]
-        assert '  status: {"step": 2, "note": "done"}\n' in events
-        assert "  total: 12.5\n" in events
-        as_json = json.loads(workpool(backend_url, "runs", "show", handle.id, "--json").stdout)
-        assert as_json["events"] == {"status": {"step": 2, "note": "done"}, "total": 12.5}
-        nothing = workpool(backend_url, "runs", "show", silent.id)
-        assert "\nevents\n" not in nothing.stdout
     finally:
         await pool.aclose()
+    return handle.id, silent.id
+
+
+async def test_get_event_prints_a_published_value_as_json(backend_url: str) -> None:
+    run_id, _ = await _finished_runs(backend_url)
+
+    read = workpool(backend_url, "runs", "get-event", run_id, "status")
+    assert (read.returncode, read.stderr) == (0, "")
+    assert json.loads(read.stdout) == {"step": 2, "note": "done"}
+    missing = workpool(backend_url, "runs", "get-event", run_id, "never")
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr == (
+        f"workpool: run {run_id} published no value under 'never' (it succeeded; "
+        "it published 'status', 'total')\n"
+    )
+
+
+async def test_runs_show_lists_the_published_values(backend_url: str) -> None:
+    run_id, silent_id = await _finished_runs(backend_url)
+
+    shown = workpool(backend_url, "runs", "show", run_id)
+    assert shown.returncode == 0, shown.stderr
+    events = shown.stdout.split("\nevents\n", 1)[1]
+    assert '  status: {"step": 2, "note": "done"}\n' in events
+    assert "  total: 12.5\n" in events
+    as_json = json.loads(workpool(backend_url, "runs", "show", run_id, "--json").stdout)
+    assert as_json["events"] == {"status": {"step": 2, "note": "done"}, "total": 12.5}
+    assert "\nevents\n" not in workpool(backend_url, "runs", "show", silent_id).stdout
 
 
 def test_get_event_of_an_unknown_run_exits_1(tmp_path: Path) -> None:
