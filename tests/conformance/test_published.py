@@ -12,7 +12,7 @@ async def test_a_runs_published_values_are_listed_by_key_last_value_winning(
 ) -> None:
     now = clock.now()
     run_id = await enqueue_new(backend, now)
-    other_id = await enqueue_new(backend, now)
+    other_id = await enqueue_new(backend, now, available_at=now + 60)  # not claimed now
     assert await backend.list_published(run_id) == {}
     claimed = await claim_one(backend, now)
     assert claimed.lease.run_id == run_id
