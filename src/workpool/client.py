@@ -58,6 +58,7 @@ from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal, sync_twin
 from workpool.validation import as_timedelta, check_name, duration_seconds
+from workpool.waiting import waiting_reason
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
@@ -331,21 +332,12 @@ class Client:
 
     async def waiting_reason(self, run: Run) -> str | None:
         """Why a pending run has not started, if something other than a busy worker
-        holds it: no live worker defines its workflow on its queue, or its queue is
-        paused. None for runs that are not pending."""
-        if run.status not in ("queued", "scheduled"):
-            return None
-        workers = await self.live_workers()
-        if not any(worker.serves(run.queue, run.workflow) for worker in workers):
-            return (
-                f"waiting: no worker defines workflow {run.workflow!r} on queue "
-                f"{run.queue!r} ({len(workers)} live workers)"
-            )
-        if run.waiting is not None:
-            return run.waiting
-        if (await self.get_queue(run.queue)).paused:
-            return f"waiting: queue {run.queue!r} is paused"
-        return None
+        holds it (every reason that holds, joined): no live worker defines its workflow
+        on its queue, its workflow is at its concurrency limit, it is rate limited or
+        scheduled for later, its queue is paused or at its ``max_parallelism``. None for
+        runs that are not pending. ``RunHandle.result``'s timeout says the same."""
+        backend = await self.backend()
+        return await waiting_reason(backend, run, self.settings.clock.now())
 
     async def list_workflows(self) -> list[RegisteredWorkflow]:
         """The workflows registered by the workers of every app, by name."""
@@ -441,6 +433,16 @@ class Client:
             await asyncio.sleep(delay if left is None else min(delay, left))
             delay = min(delay * 2, EVENT_POLL_LONGEST)
 
+    async def get_events(self, run_id: str) -> dict[str, Any]:
+        """Every value run ``run_id`` published (``ctx.set_event``): key -> the latest
+        value, ordered by key; empty if it published none. One read, no waiting (see
+        ``get_event`` to wait for a key). RunNotFoundError if there is no such run."""
+        backend = await self.backend()
+        stored = await backend.list_published(run_id)
+        if not stored and await backend.get_run(run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        return {key: from_json(value) for key, value in stored.items()}
+
     # -- cancel --------------------------------------------------------------------
 
     async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
@@ -517,6 +519,7 @@ class Client:
     list_skipped_ticks_sync = sync_twin(list_skipped_ticks, "pool")
     send_event_sync = sync_twin(send_event, "pool")
     get_event_sync = sync_twin(get_event, "pool")
+    get_events_sync = sync_twin(get_events, "pool")
     cancel_sync = sync_twin(cancel, "pool")
     cancel_all_sync = sync_twin(cancel_all, "pool")
     get_queue_sync = sync_twin(get_queue, "pool")

@@ -86,7 +86,14 @@ def _waiting(record: RunRecord) -> str | None:
             f"waiting: workflow {record.workflow!r} is at max_concurrency "
             f"{record.max_concurrency} (runs of it start as others end)"
         )
+    if record.rate_reserved:
+        return f"waiting: rate limited: it may start at {utc_text(record.available_at)}"
     return None
+
+
+def utc_text(timestamp: float) -> str:
+    """A time for messages: ``2026-11-27 06:12:03 UTC``."""
+    return _time(timestamp).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def batch_not_found(batch_id: str) -> BatchNotFoundError:

@@ -158,9 +158,10 @@ class Run:
     """Its priority, from -100 to 100: within a queue, higher runs are claimed first
     (see ``Workpool.queue``'s ``priority_aging``)."""
     waiting: str | None = None
-    """Why a queued run cannot start yet, when the record tells: e.g. "waiting: workflow
-    'invoice' is at max_concurrency 1". ``Workpool.waiting_reason`` also knows about
-    workers and paused queues."""
+    """Why a pending run cannot start yet, when the record tells: e.g. "waiting: workflow
+    'invoice' is at max_concurrency 1", or "waiting: rate limited: it may start at ...".
+    ``Workpool.waiting_reason`` also knows about workers, scheduled starts and queue
+    settings."""
     timeout: timedelta | None = None
     """The run's own limit on one attempt's execution, if it was given one (else its
     workflow's ``timeout`` applies, as the worker defines it)."""

@@ -355,6 +355,7 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "pool.resume": lambda: pool.resume_sync("default"),
         "pool.send_event": lambda: pool.send_event_sync("no-such-run", "key", 1),
         "pool.get_event": lambda: pool.get_event_sync("no-such-run", "key"),
+        "pool.get_events": lambda: pool.get_events_sync("no-such-run"),
         "handle.status": lambda: handle.status_sync(),
         "handle.result": lambda: handle.result_sync(timeout=1),
         "handle.cancel": lambda: handle.cancel_sync(),

@@ -46,6 +46,7 @@ EXPECTED = {
     "Steps",
     "Step",
     "DuplicateStepError",
+    "ResultTimeoutError",
     "RunTimeoutError",
     "StepTimeoutError",
     "SyncCallInEventLoopError",

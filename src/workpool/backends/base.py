@@ -446,6 +446,13 @@ class Backend(Protocol):
         no such run."""
         ...
 
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """Every value the run published (``set_event``): key -> its latest value (JSON
+        text), ordered by key, in one read. Empty if it published none, or if there is
+        no such run (``get_run`` tells which). For people (``runs show``, the
+        dashboard): a run's keys are few, and the read is O(their number)."""
+        ...
+
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         """Every saved step of a run, oldest ``started_at`` first (none: empty list)."""
         ...

@@ -175,6 +175,9 @@ class RunRecord:
     """The limit of the run's concurrency gate, if it has one."""
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+    rate_reserved: bool = False
+    """Scheduled at the start its rate limits reserved for it (not yet used): it waits
+    for a rate limit, not for a time its enqueuer gave."""
     timeout: float | None = None
     """The run's own limit on one attempt's execution, in seconds, if it was given one."""
     progress: str | None = None

@@ -109,12 +109,18 @@ def as_dict(reply: Any) -> dict[str, str]:
 class RedisBackend:
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
-    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str) -> None:
-        """Use ``open``; this takes already-configured connections."""
+    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str, location: str = "") -> None:
+        """Use ``open``; this takes already-configured connections (``location``: the
+        server's URL without its password, for ``repr``)."""
+        self._location = location
+        self._prefix = prefix
         self._link = link
         self._waits = waits
         self._keys = Keys(prefix)
         self._scripts = Scripts(link, self._keys.tag)
+
+    def __repr__(self) -> str:
+        return f"<RedisBackend {self._location} (prefix {self._prefix})>"
 
     @classmethod
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
@@ -138,7 +144,7 @@ class RedisBackend:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
-        backend = cls(link, waits, prefix)
+        backend = cls(link, waits, prefix, describe_url(url))
         try:
             await link.call("PING", repeatable=True)
             await refuse_unneeded_password(link, connections.connection_kwargs, describe_url(url))
@@ -329,6 +335,10 @@ class RedisBackend:
     async def get_event(self, run_id: str, key: str) -> EventValue | None:
         found = await self._scripts.get_event(run_id, key)
         return None if found is None else EventValue(*found)
+
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        stored = as_dict(await self._link.call("HGETALL", self._keys.published(run_id)))
+        return {key: stored[key] for key in sorted(stored)}
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         return codec.decode_steps(

@@ -59,6 +59,9 @@ class SQLiteBackend:
         self._queries = load_queries()
         self._waits = Waits(thread, listen=listen)
 
+    def __repr__(self) -> str:
+        return f"<SQLiteBackend {self._thread.path}>"
+
     @classmethod
     async def open(
         cls, path: Path, *, synchronous: str = "FULL", listen: bool = True
@@ -68,7 +71,8 @@ class SQLiteBackend:
         ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
         ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
         instead of listening for wake-ups (as where no listener can be had). Raises
-        BackendUnavailableError if the file cannot be opened or created.
+        BackendUnavailableError if the file cannot be opened or created. A relative
+        ``path`` is made absolute at open, so that every message names the file itself.
         """
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
@@ -198,6 +202,16 @@ class SQLiteBackend:
             if row is None:
                 return None
             return EventValue(records.text(row, "status"), records.optional_text(row, "value"))
+
+        return await self._thread.read(read)
+
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """See ``Backend.list_published``: one SELECT (the primary key's order)."""
+        query = self._queries["list_published"]
+
+        def read(connection: sqlite3.Connection) -> dict[str, str]:
+            rows = connection.execute(query, {"id": run_id}).fetchall()
+            return {str(row["key"]): str(row["value"]) for row in rows}
 
         return await self._thread.read(read)
 

@@ -318,7 +318,8 @@ SELECT
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
@@ -513,7 +514,8 @@ SELECT
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id DESC;
 
@@ -731,6 +733,10 @@ LIMIT 1;
 -- Store :value (JSON text) as what run :run_id published under :key, replacing it.
 INSERT INTO published (run_id, key, value) VALUES (:run_id, :key, :value)
 ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;
+
+-- name: list_published
+-- Every value run :id published, by key.
+SELECT key, value FROM published WHERE run_id = :id ORDER BY key;
 
 -- name: get_published
 -- The status of run :id and the value it published under :key (no row: unknown id).

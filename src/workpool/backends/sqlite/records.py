@@ -113,6 +113,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         run_time=number(row, "run_time"),
         max_concurrency=None if row["gate_limit"] is None else integer(row, "gate_limit"),
         waiting_at_gate=flag(row, "waiting_at_gate"),
+        rate_reserved=flag(row, "rate_reserved"),
         timeout=optional_number(row, "timeout"),
         progress=optional_text(row, "progress"),
         priority=integer(row, "priority"),

@@ -255,6 +255,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",
+        rate_reserved=fields.get("status") == "scheduled" and fields.get("rate_reserved") == "1",
         timeout=read.optional_number("timeout"),
         progress=read.optional_text("progress"),
         priority=read.optional_integer("priority") or 0,
