@@ -54,5 +54,5 @@ async def test_the_largest_counts_are_stored_exactly_and_runs_go_through(
     assert registered.max_concurrency == MAX_COUNT
     assert registered.retry is not None
     assert registered.retry["max_attempts"] == MAX_COUNT
-    assert [limit["count"] for limit in registered.rate_limits] == [MAX_COUNT, MAX_COUNT]
+    assert [limit["count"] for limit in registered.rate_limits or []] == [MAX_COUNT, MAX_COUNT]
     assert (await pool.get_queue("default")).max_parallelism == MAX_COUNT
