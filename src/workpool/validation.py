@@ -216,17 +216,21 @@ def short_repr(value: object) -> str:
 def parse_count(
     text: str, *, what: str, minimum: int = 0, maximum: int = MAX_COUNT, none: str | None = None
 ) -> int | None:
-    """A whole number typed by a user (the command line, a dashboard form), checked as
-    ``check_count`` does; with ``none``, 'none' or nothing gives None."""
+    """A whole number typed by a user (the command line, a dashboard form) from
+    ``minimum`` to ``maximum``; with ``none`` (what None means), 'none' or nothing gives
+    None. ConfigurationError otherwise (``what`` empty: the message starts 'must be')."""
     typed = text.strip()
     if none is not None and typed.lower() in ("", "none"):
         return None
     digits = typed.removeprefix("-")
     # Only ASCII digits (int() takes '١٢' and '1_000'); no int() of a huge string.
-    if digits.isascii() and digits.isdigit() and len(digits) <= len(str(MAX_COUNT)):
-        return check_count(int(typed), what=what, minimum=minimum, maximum=maximum, none=none)
-    alternative = " or 'none'" if none is not None else ""
+    if digits.isascii() and digits.isdigit() and len(digits) <= len(str(maximum)):
+        number = int(typed)
+        if minimum <= number <= maximum:
+            return number
+    alternative = f", or 'none' ({none})" if none is not None else ""
+    subject = f"{what} " if what else ""
     raise ConfigurationError(
-        f"{what} must be a whole number from {minimum} to {maximum}{alternative}, got "
+        f"{subject}must be a whole number from {minimum} to {maximum}{alternative}, got "
         f"{short_repr(typed)}"
     )

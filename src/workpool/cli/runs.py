@@ -16,7 +16,14 @@ from rich.table import Table
 from rich.text import Text
 
 from workpool.app import MAX_PAGE, Workpool
-from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
+from workpool.cli.common import (
+    JSON_OPTION,
+    URL_OPTION,
+    WholeNumber,
+    console,
+    echo_json,
+    run_with_pool,
+)
 from workpool.cli.formatting import (
     NONE,
     duration,
@@ -53,7 +60,7 @@ def runs() -> None:
     "--limit",
     default=DEFAULT_LIMIT,
     show_default=True,
-    type=click.IntRange(1, MAX_PAGE),
+    type=WholeNumber(1, MAX_PAGE),
     help="Runs per page.",
 )
 @click.option("--cursor", help="Where the next page starts (printed under each full page).")
