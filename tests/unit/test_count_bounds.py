@@ -18,6 +18,7 @@ import pytest
 
 from workpool import ConfigurationError, Cron, RateLimit, RetryPolicy, Workpool
 from workpool.validation import MAX_COUNT, check_count, parse_count, short_repr
+from workpool.worker.metrics import WorkerMetrics
 
 OUT_OF_RANGE = [2**53, 2**63, 2**64, 10**30, 10**5000, -(2**63), -1]
 NOT_WHOLE = [math.nan, math.inf, -math.inf, 1.5, 2.0, True, False, "3", 3 + 0j]
@@ -157,3 +158,15 @@ def test_worker_durations_are_finite_and_bounded(tmp_path: Any, option: str, sec
 def test_cron_fields_out_of_range_are_refused(expression: str) -> None:
     with pytest.raises(ConfigurationError, match="cron"):
         Cron(expression)
+
+
+@pytest.mark.parametrize("port", [0, 65536, 2**63, True, 80.0, math.nan])
+def test_a_metrics_port_is_a_tcp_port(port: Any) -> None:
+    with pytest.raises(ConfigurationError, match="metrics port must be a whole number from 1"):
+        WorkerMetrics(port)
+
+
+@pytest.mark.parametrize("seconds", [0, -1, math.nan, math.inf, 1e300, True])
+def test_a_metrics_refresh_is_a_finite_positive_time(seconds: Any) -> None:
+    with pytest.raises(ConfigurationError, match="refresh_every"):
+        WorkerMetrics(refresh_every=seconds)
