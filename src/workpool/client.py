@@ -57,7 +57,7 @@ from workpool.serialization import check_size, from_json, to_json
 from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal, sync_twin
-from workpool.validation import as_timedelta, check_name, duration_seconds
+from workpool.validation import as_timedelta, check_name, duration_seconds, short_repr
 from workpool.waiting import waiting_reason
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
@@ -299,8 +299,11 @@ class Client:
             raise ValueError(
                 f"unknown run status {status!r}: use one of {', '.join(sorted(RUN_STATES))}"
             )
-        if not 1 <= limit <= MAX_PAGE:
-            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit}")
+        wanted: object = limit  # typed int, but callers pass anything
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= MAX_PAGE:
+            raise ValueError(
+                f"limit must be between 1 and {MAX_PAGE} (a whole number), not {short_repr(limit)}"
+            )
         backend = await self.backend()
         page = await backend.list_runs(status, workflow, queue, limit, cursor)
         return RunList(runs=[run_from_record(record) for record in page.runs], cursor=page.cursor)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from pydantic_core import to_jsonable_python
 
 from workpool.errors import ConfigurationError
@@ -65,12 +66,20 @@ class Cron:
                 f"invalid name {self.name!r} for cron {self.expression!r}: give a non-empty "
                 "string, or no name (the trigger is then named by its expression and time zone)"
             )
-        if not croniter.is_valid(self.expression):
+        if not croniter.is_valid(self.expression) or len(self.expression.split()) > 6:
             raise ConfigurationError(
                 f"invalid cron expression {self.expression!r}: use 5 fields (minute hour "
                 "day month weekday), e.g. '*/5 * * * *', or 6 with seconds last"
             )
+        check_steps(self.expression)
         self.zone()
+        try:
+            self.next_after(time.time())
+        except CroniterBadDateError:
+            raise ConfigurationError(
+                f"cron expression {self.expression!r} never fires (no such date, e.g. "
+                "February 30th): check its day and month fields"
+            ) from None
 
     def zone(self) -> ZoneInfo:
         """The time zone, or ConfigurationError naming it."""
@@ -140,3 +149,29 @@ def _second_of_repeated_wall_time(tick: datetime, zone: ZoneInfo) -> bool:
     first = wall.replace(tzinfo=zone, fold=0).utcoffset()
     second = wall.replace(tzinfo=zone, fold=1).utcoffset()
     return first != second and tick.utcoffset() == second
+
+
+FIELDS = (
+    ("minute", 59),
+    ("hour", 23),
+    ("day of month", 31),
+    ("month", 12),
+    ("day of week", 7),
+    ("second", 59),
+)
+"""Each field of an expression, in order, and its largest value: no step may exceed it."""
+
+
+def check_steps(expression: str) -> None:
+    """ConfigurationError for a step (``*/N``, ``a-b/N``) outside 1 to its field's
+    largest value: croniter takes ``*/60`` or ``*/99999999999999999999`` for a minute
+    and fires once an hour, not what was written."""
+    for text, (name, largest) in zip(expression.split(), FIELDS, strict=False):
+        for item in text.split(","):
+            step = item.partition("/")[2]
+            whole = step.isascii() and step.isdigit() and len(step) <= 2
+            if step and not (whole and 1 <= int(step) <= largest):
+                raise ConfigurationError(
+                    f"cron expression {expression!r}: the {name} step {step[:20]!r} must be a "
+                    f"whole number from 1 to {largest} (every {name}: '*')"
+                )

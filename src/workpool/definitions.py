@@ -19,6 +19,7 @@ from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 from workpool.sync import Portal, refuse_in_event_loop
 from workpool.validation import (
+    check_count,
     check_name,
     check_priority,
     duration_seconds,
@@ -205,12 +206,12 @@ class Workflow(Generic[InputT, OutputT]):
         priority: int = 0,
     ) -> None:
         check_priority(priority, what=f"workflow {name!r}: priority")
-        if max_concurrency is not None and (
-            type(max_concurrency) is not int or max_concurrency < 1
-        ):
-            raise ConfigurationError(
-                f"workflow {name!r}: max_concurrency must be a positive integer or None "
-                f"(no limit), got {max_concurrency!r}"
+        if max_concurrency is not None:
+            max_concurrency = check_count(
+                max_concurrency,
+                what=f"workflow {name!r}: max_concurrency",
+                minimum=1,
+                none="no limit",
             )
         _check_options(name, retries, on_failure, concurrency_key, rate_limit)
         if concurrency_key is not None and max_concurrency is None:

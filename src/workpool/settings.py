@@ -15,7 +15,7 @@ from workpool.clock import Clock, SystemClock
 from workpool.errors import ConfigurationError
 from workpool.options import RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES
-from workpool.validation import as_timedelta, check_name
+from workpool.validation import as_timedelta, check_count, check_name
 
 DEFAULT_RETENTION = timedelta(days=7)
 """How long finished runs are kept by default."""
@@ -76,10 +76,7 @@ class Settings:
         checked_app = None if app is None else check_name(app, what="app")
         if default_retry is not None and not isinstance(default_retry, RetryPolicy):
             raise ConfigurationError(f"default_retry must be a RetryPolicy, got {default_retry!r}")
-        if type(max_payload_bytes) is not int or max_payload_bytes < 1:
-            raise ConfigurationError(
-                f"max_payload_bytes must be a positive whole number, got {max_payload_bytes!r}"
-            )
+        check_count(max_payload_bytes, what="max_payload_bytes", minimum=1)
         return cls(
             url=resolved_url,
             prefix=checked_prefix,

@@ -87,7 +87,7 @@ def test_help_lists_the_worker_options() -> None:
 def test_processes_and_their_metrics_ports_are_checked_before_anything_starts() -> None:
     result = run_cli("worker", "tests.integration.process_app:pool", "--processes", "0")
     assert result.returncode == 2
-    assert "0 is not in the range x>=1" in result.stderr
+    assert "'--processes': must be a whole number from 1 to 1024, got '0'" in result.stderr
     options = ("--processes", "3", "--metrics-port", "65534")
     result = run_cli("worker", "tests.integration.process_app:pool", *options)
     assert result.returncode == 2

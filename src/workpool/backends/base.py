@@ -494,13 +494,24 @@ class Backend(Protocol):
         """
         ...
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """Store each given record of ``app`` whose name has no record, with
+        ``updated_at = now``, in ONE operation; a record present (whoever wrote it) is
+        left as it is. Returns the restored names, sorted. A live worker calls it when
+        its heartbeat finds its records missing (the store lost them)."""
+        ...
+
     async def list_workflows(self) -> list[WorkflowInfo]:
         """Every registered workflow, by name."""
         ...
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         """Store ``worker``'s record (replacing its last one) and delete the records
-        expired at ``now``, in ONE operation."""
+        expired at ``now``, in ONE operation; return the names among
+        ``worker.workflows`` that have no registry record, sorted (none: an empty
+        list), so the worker can restore them (``restore_registry``)."""
         ...
 
     async def remove_worker(self, worker_id: str) -> None:

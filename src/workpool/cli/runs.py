@@ -20,6 +20,7 @@ from workpool.cli.common import (
     JSON_OPTION,
     URL_OPTION,
     CommandRefusedError,
+    WholeNumber,
     console,
     echo_json,
     run_with_pool,
@@ -61,7 +62,7 @@ def runs() -> None:
     "--limit",
     default=DEFAULT_LIMIT,
     show_default=True,
-    type=click.IntRange(1, MAX_PAGE),
+    type=WholeNumber(1, MAX_PAGE),
     help="Runs per page.",
 )
 @click.option("--cursor", help="Where the next page starts (printed under each full page).")

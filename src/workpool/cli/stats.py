@@ -15,8 +15,9 @@ from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run
 from workpool.cli.formatting import NONE, duration, jsonable, percent, short_time, table
 from workpool.models import RegisteredWorkflow
 from workpool.stats import MAX_WINDOW, Figures, Stats
+from workpool.validation import short_repr
 
-WINDOW_FORM = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+WINDOW_FORM = re.compile(r"(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 
 
 def parse_window(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -26,7 +27,10 @@ def parse_window(ctx: click.Context, param: click.Parameter, value: str) -> time
     match = WINDOW_FORM.fullmatch(text)
     if not text or match is None:
         raise click.BadParameter(f"{value!r} is not a duration such as 30s, 5m, 1h or 1h30m")
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    parts = match.groups()
+    if any(len(part or "") > 6 for part in parts):  # timedelta would overflow
+        raise click.BadParameter(f"{short_repr(value)} must be more than 0 and at most 24h")
+    hours, minutes, seconds = (int(part or 0) for part in parts)
     window = timedelta(hours=hours, minutes=minutes, seconds=seconds)
     if not timedelta(0) < window <= MAX_WINDOW:
         raise click.BadParameter(f"{value!r} must be more than 0 and at most 24h")

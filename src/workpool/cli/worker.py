@@ -16,6 +16,7 @@ from pathlib import Path
 import click
 
 from workpool.app import Workpool
+from workpool.cli.common import Seconds, WholeNumber
 from workpool.errors import WorkpoolError
 from workpool.logs import apply_level, configure_handler
 from workpool.worker import Worker
@@ -26,6 +27,11 @@ from workpool.worker.supervisor import (
     Supervisor,
     SupervisorLink,
 )
+
+MAX_PROCESSES = 1024
+"""Most worker processes one ``workpool worker --processes`` runs: more than a host
+uses well (each process has its own event loop, connections and slots); a typo such
+as 99999 would otherwise fork until the host gives out."""
 
 
 def load_pool(target: str) -> Workpool:
@@ -67,10 +73,10 @@ def _where_modules_come_from() -> str:
 @click.command()
 @click.argument("pool_path", metavar="MODULE:POOL")
 @click.option("--queues", default="default", show_default=True, help="Comma-separated queues.")
-@click.option("--concurrency", default=10, show_default=True, type=click.IntRange(min=1))
-@click.option("--lease-seconds", default=20.0, show_default=True, type=click.FloatRange(min=1))
-@click.option("--renew-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0.05))
-@click.option("--shutdown-grace", default=30.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--concurrency", default=10, show_default=True, type=WholeNumber(1))
+@click.option("--lease-seconds", default=20.0, show_default=True, type=Seconds(1))
+@click.option("--renew-seconds", default=2.0, show_default=True, type=Seconds(0.05))
+@click.option("--shutdown-grace", default=30.0, show_default=True, type=Seconds(0))
 @click.option(
     "--log-level",
     default=None,
@@ -85,7 +91,7 @@ def _where_modules_come_from() -> str:
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(min=1, max=65535),
+    type=WholeNumber(1, 65535),
     default=None,
     help="Serve Prometheus metrics over HTTP at /metrics on this port (default: none).",
 )
@@ -99,20 +105,20 @@ def _where_modules_come_from() -> str:
     "--metrics-refresh-seconds",
     default=15.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=Seconds(0.1),
     help="How often the queue gauges are read from the backend (with --metrics-port).",
 )
 @click.option(
     "--processes",
     default=1,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=WholeNumber(1, MAX_PROCESSES),
     help="Worker processes, each with --concurrency slots, under one supervisor that "
     "starts again one that dies (1: this process is the worker).",
 )
 @click.option(
     "--max-runs-per-process",
-    type=click.IntRange(min=1),
+    type=WholeNumber(1),
     default=None,
     help="Replace a worker process by a fresh one once it has started this many runs "
     "(they finish first); implies a supervisor, even for one process (default: never).",

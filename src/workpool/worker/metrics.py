@@ -32,6 +32,7 @@ from workpool.backends.base import (
 )
 from workpool.errors import ConfigurationError
 from workpool.stats import Figures, Stats
+from workpool.validation import check_count, timeout_seconds
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -73,11 +74,11 @@ class WorkerMetrics:
         host: str = "0.0.0.0",
         refresh_every: float = 15.0,
     ) -> None:
-        if refresh_every <= 0:
-            raise ConfigurationError(f"refresh_every must be positive, got {refresh_every}")
+        self.refresh_every = timeout_seconds(refresh_every, what="refresh_every")
+        if port is not None:
+            check_count(port, what="metrics port", minimum=1, maximum=65535, none="no server")
         self.port = port
         self.host = host
-        self.refresh_every = refresh_every
         self.registry = CollectorRegistry()
         self._server: WSGIServer | None = None
         registry = self.registry

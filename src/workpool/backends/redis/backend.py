@@ -367,27 +367,29 @@ class RedisBackend:
     async def sync_registry(
         self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
     ) -> list[str]:
-        records = [
-            part
-            for workflow in workflows
-            for part in (workflow.name, codec.encode_workflow(replace(workflow, app=app), now))
-        ]
+        records = codec.encode_registry(app, workflows, now)
         return await self._scripts.sync_registry(app, codec.seconds(now - grace), records)
+
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        return await self._scripts.restore_registry(codec.encode_registry(app, workflows, now))
 
     async def list_workflows(self) -> list[WorkflowInfo]:
         stored = as_dict(await self._read("HGETALL", self._keys.registry()))
         return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
-        await self._scripts.heartbeat(
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
+        return await self._scripts.heartbeat(
             codec.seconds(now),
             worker.id,
             codec.seconds(worker.expires_at),
             codec.encode_worker(replace(worker, seen_at=now)),
+            worker.workflows,
         )
 
     async def remove_worker(self, worker_id: str) -> None:
-        await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "")
+        await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "", ())
 
     async def list_workers(self, now: float) -> list[WorkerRecord]:
         return codec.live_workers(await self._read("HVALS", self._keys.workers()), now)

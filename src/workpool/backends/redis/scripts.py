@@ -36,6 +36,7 @@ OPERATIONS = (
     "cancel_many",
     "set_queue",
     "sync_registry",
+    "restore_registry",
     "acquire_lease",
     "list_runs",
     "get_stats",
@@ -121,6 +122,7 @@ class Scripts:
         self._cancel_many = Script(link, tag, "cancel_many")
         self._set_queue = Script(link, tag, "set_queue")
         self._sync_registry = Script(link, tag, "sync_registry")
+        self._restore_registry = Script(link, tag, "restore_registry")
         self._acquire_lease = Script(link, tag, "acquire_lease")
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
@@ -276,6 +278,10 @@ class Scripts:
         """The removed workflow names, sorted."""
         return [str(name) for name in await self._sync_registry([app, cutoff, *records])]
 
+    async def restore_registry(self, records: Sequence[str]) -> list[str]:
+        """The workflow names stored (they had no record), sorted."""
+        return [str(name) for name in await self._restore_registry(records)]
+
     async def acquire_lease(
         self, name: str, holder: str, now: str, expires_at: str, ttl_ms: str
     ) -> bool:
@@ -308,9 +314,15 @@ class Scripts:
         reply = await self._rerun([now, run_id, new_id])
         return str(reply[0]), None if len(reply) < 2 else str(reply[1])
 
-    async def heartbeat(self, now: str, worker_id: str, expires_at: str, record: str) -> None:
-        """Store a worker's record (``record`` ''; remove it) and drop expired ones."""
-        await self._heartbeat([now, worker_id, expires_at, record])
+    async def heartbeat(
+        self, now: str, worker_id: str, expires_at: str, record: str, workflows: Sequence[str]
+    ) -> list[str]:
+        """Store a worker's record (``record`` ''; remove it) and drop expired ones;
+        the names among ``workflows`` that have no registry record, sorted."""
+        return [
+            str(name)
+            for name in await self._heartbeat([now, worker_id, expires_at, record, *workflows])
+        ]
 
     async def fail_unserved(
         self, now: str, queue: str, workflow: str, before: str, limit: int, error: str

@@ -259,6 +259,14 @@ class SQLiteBackend:
             lambda operations: operations.sync_registry(app, workflows, now, grace)
         )
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """See ``Backend.restore_registry``."""
+        return await self._transact(
+            lambda operations: operations.restore_registry(app, workflows, now)
+        )
+
     async def list_workflows(self) -> list[WorkflowInfo]:
         """See ``Backend.list_workflows``: one SELECT."""
         query = self._queries["list_workflows"]
@@ -268,9 +276,9 @@ class SQLiteBackend:
 
         return await self._thread.read(read)
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         """See ``Backend.heartbeat``."""
-        await self._transact(lambda operations: operations.heartbeat(worker, now))
+        return await self._transact(lambda operations: operations.heartbeat(worker, now))
 
     async def remove_worker(self, worker_id: str) -> None:
         """See ``Backend.remove_worker``."""

@@ -384,6 +384,18 @@ ON CONFLICT (name) DO UPDATE SET
     rate_limits = excluded.rate_limits,
     updated_at = excluded.updated_at;
 
+-- name: restore_workflow
+-- Store the definition of workflow :name unless a record of that name exists.
+INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: unregistered_workflows
+-- The names in the :workflows JSON array that have no registry record, sorted.
+SELECT DISTINCT wanted.value AS name FROM json_each(:workflows) AS wanted
+WHERE NOT EXISTS (SELECT 1 FROM workflows WHERE workflows.name = wanted.value)
+ORDER BY name;
+
 -- name: list_workflows
 -- Every registered workflow, by name.
 SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at

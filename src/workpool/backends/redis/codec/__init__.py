@@ -32,6 +32,7 @@ from workpool.backends.redis.codec.settings import (
     decode_settings,
     decode_workflow,
     encode_queue_change,
+    encode_registry,
     encode_workflow,
 )
 from workpool.backends.redis.codec.stats import (
@@ -80,6 +81,7 @@ __all__ = [
     "decode_steps",
     "encode_queue_change",
     "decode_settings",
+    "encode_registry",
     "encode_workflow",
     "decode_workflow",
 ]
