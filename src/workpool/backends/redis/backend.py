@@ -224,7 +224,7 @@ class RedisBackend:
         workflows: Sequence[str] | None = None,
         alone: bool = False,
     ) -> ClaimResult:
-        next_wake_at, isolated_since, rows = await self._scripts.claim(
+        next_wake_at, isolated_since, set_aside, rows = await self._scripts.claim(
             codec.seconds(now),
             codec.seconds(now + lease_seconds),
             worker_id,
@@ -238,6 +238,7 @@ class RedisBackend:
             runs=[codec.decode_claimed(row) for row in rows],
             next_wake_at=None if next_wake_at is None else float(next_wake_at),
             isolated_since=None if isolated_since is None else float(isolated_since),
+            set_aside=codec.decode_set_aside(set_aside),
         )
 
     async def renew(
@@ -392,7 +393,10 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        fields = as_dict(await self._link.call("HGETALL", self._keys.run(run_id)))
+        problem, flat = await self._scripts.get_run(run_id)
+        if problem is not None:
+            raise codec.set_aside_error(run_id, problem)
+        fields = as_dict(flat)
         return codec.decode_run(run_id, fields) if fields else None
 
     async def list_runs(

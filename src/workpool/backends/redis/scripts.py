@@ -13,10 +13,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.sources import script_source
+from workpool.errors import CorruptRecordError
 
 OPERATIONS = (
     "enqueue",
@@ -44,7 +45,12 @@ OPERATIONS = (
     "rerun",
     "heartbeat",
     "fail_unserved",
+    "get_run",
 )
+
+CORRUPT = "CORRUPT "
+"""How a script's error reply starts when the run it was asked about has a corrupt
+record (lua/library/corrupt.lua); the rest is CorruptRecordError's message."""
 
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
@@ -66,10 +72,16 @@ class Script:
 
     async def __call__(self, args: Sequence[str | int]) -> Any:
         try:
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
-        except NoScriptError:  # flushed or restarted server: load, then call again
-            await self.load()
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+            try:
+                return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+            except NoScriptError:  # flushed or restarted server: load, then call again
+                await self.load()
+                return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+        except ResponseError as error:
+            message = str(error)
+            if message.startswith(CORRUPT):  # a run whose record is corrupt (checks.lua)
+                raise CorruptRecordError(message.removeprefix(CORRUPT)) from None
+            raise
 
 
 class Scripts:
@@ -101,6 +113,7 @@ class Scripts:
         self._rerun = Script(link, tag, "rerun")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
+        self._get_run = Script(link, tag, "get_run")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -150,9 +163,10 @@ class Scripts:
         queues: Sequence[str],
         workflows: Sequence[str] | None,
         alone: bool,
-    ) -> tuple[str | None, str | None, list[ClaimedRow]]:
-        """(next wake time or None, earliest run to isolate left or None, claimed rows);
-        ``workflows`` None: every workflow is served."""
+    ) -> tuple[str | None, str | None, list[str], list[ClaimedRow]]:
+        """(next wake time or None, earliest run to isolate left or None, runs set aside
+        as flat (run id, problem) pairs, claimed rows); ``workflows`` None: every
+        workflow is served."""
         args: list[str | int] = [now, lease_expires_at, worker_id, limit, max_lease_losses]
         args.append("1" if alone else "0")
         if workflows is None:
@@ -162,7 +176,7 @@ class Scripts:
             args.extend(workflows)
         args.extend(queues)
         reply = await self._claim(args)
-        return reply[0], reply[1], list(reply[2:])
+        return reply[0], reply[1], list(reply[2]), list(reply[3:])
 
     async def renew(
         self, lease_expires_at: str, leases: Sequence[tuple[str, str, str]]
@@ -287,6 +301,12 @@ class Scripts:
     ) -> int:
         """How many runs were failed."""
         return int(await self._fail_unserved([now, queue, workflow, before, limit, error]))
+
+    async def get_run(self, run_id: str) -> tuple[str | None, list[str]]:
+        """(what is wrong with the run if it was set aside, else None; its hash as a
+        flat HGETALL reply, empty if it has none)."""
+        problem, fields = await self._get_run([run_id])
+        return problem, list(fields)
 
 
 def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:
