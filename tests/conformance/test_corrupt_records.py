@@ -10,9 +10,9 @@ CorruptRecordError naming the run and the field.
 from __future__ import annotations
 
 import pytest
+
 from tests.conformance.corrupting import DELETED, MISSING_RECORD, WRONG_TYPE, corrupt
 from tests.conformance.helpers import LEASE_SECONDS, claim, new_run
-
 from workpool.backends.base import Backend, Finish
 from workpool.decoding import require_run
 from workpool.errors import CorruptRecordError, RunNotFoundError
@@ -57,7 +57,8 @@ async def serve(backend: Backend, now: float, rounds: int = 4) -> tuple[list[str
         result = await claim(backend, now, limit=2, alone=False)
         reported += [entry.run_id for entry in result.set_aside]
         served += [run.lease.run_id for run in result.runs]
-        await backend.finish([Finish(run.lease, "succeeded", output="1") for run in result.runs], now)
+        finishes = [Finish(run.lease, "succeeded", output="1") for run in result.runs]
+        await backend.finish(finishes, now)
     return served, reported
 
 
