@@ -45,6 +45,7 @@ from workpool.backends.checks import (
     check_step,
 )
 from workpool.backends.durability import DurabilityReport
+from workpool.backends.reading import readable
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
@@ -416,11 +417,9 @@ class RedisBackend:
             codec.optional_argument(workflow),
             codec.optional_argument(queue),
         )
-        runs = []
-        for reply in hashes:
-            fields = as_dict(reply)
-            runs.append(codec.decode_run(fields.get("id", "?"), fields))
-        return RunPage(runs=runs, cursor=runs[-1].id if len(runs) == limit else None)
+        pages = [as_dict(reply) for reply in hashes]
+        runs = readable(lambda fields: codec.decode_run(fields.get("id", "?"), fields), pages)
+        return RunPage(runs=runs, cursor=pages[-1].get("id") if len(pages) == limit else None)
 
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))

@@ -530,14 +530,15 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: runs_by_ids
--- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first.
+-- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first;
+-- not those set aside as corrupt (isolate = 2: a listing leaves them out, as on Redis).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
-FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2
 ORDER BY id DESC;
 
 -- name: purgeable_runs

@@ -15,19 +15,23 @@ local function admit_waiting(gate, limit, count)
   if room <= 0 then
     return count
   end
-  local popped, admitted = redis.call('ZPOPMIN', gate_waiting_key(gate), room), 0
-  for i = 1, #popped, 2 do
-    local run_id = popped[i]
-    local problem, run = run_problem(run_id)
-    if problem then  -- set aside (out of the waiting set, never admitted)
-      note_corrupt(run_id, problem, run)
-    else
-      redis.call('HSET', run_key(run_id), 'admitted', '1')
-      make_ready(run_id, run.queue, run.workflow, run.available_at)
-      wake(run.queue, run.workflow)
-      admitted = admitted + 1
+  local admitted, popped, wanted = 0, nil, nil
+  repeat  -- a corrupt run popped is set aside (never admitted): pop another
+    wanted = room - admitted
+    popped = redis.call('ZPOPMIN', gate_waiting_key(gate), wanted)
+    for i = 1, #popped, 2 do
+      local run_id = popped[i]
+      local problem, run = run_problem(run_id)
+      if problem then
+        note_corrupt(run_id, problem, run)
+      else
+        redis.call('HSET', run_key(run_id), 'admitted', '1')
+        make_ready(run_id, run.queue, run.workflow, run.available_at)
+        wake(run.queue, run.workflow)
+        admitted = admitted + 1
+      end
     end
-  end
+  until admitted >= room or #popped / 2 < wanted
   return count + admitted
 end
 
