@@ -142,3 +142,27 @@ async def test_a_run_set_aside_whose_record_is_gone_is_not_found_but_reported(
     with pytest.raises(CorruptRecordError, match=f"{BAD}.*gone") as raised:
         require_run(await backend.get_run(BAD), BAD)
     assert not isinstance(raised.value, RunNotFoundError)
+
+
+@pytest.mark.parametrize("set_aside_first", [False, True], ids=["found", "set aside"])
+async def test_a_listing_leaves_out_a_corrupt_run_and_pages_on(
+    backend: Backend, backend_url: str, set_aside_first: bool
+) -> None:
+    runs = [new_run(NOW - 10, run_id=BAD)]
+    runs += [new_run(NOW - 5 + index, run_id=run_id) for index, run_id in enumerate(GOOD)]
+    await backend.enqueue(runs, NOW - 10)
+    await corrupt(backend_url, BAD, "created_at", "noon")
+    if set_aside_first:
+        result = await claim(backend, NOW, limit=1, alone=False)
+        assert [entry.run_id for entry in result.set_aside] == [BAD]
+
+    listed: list[str] = []
+    cursor = None
+    for _ in range(4):
+        page = await backend.list_runs(None, None, None, 2, cursor)
+        listed += [run.id for run in page.runs]
+        cursor = page.cursor
+        if cursor is None:
+            break
+
+    assert sorted(listed) == sorted(GOOD)
