@@ -166,3 +166,28 @@ async def test_a_listing_leaves_out_a_corrupt_run_and_pages_on(
             break
 
     assert sorted(listed) == sorted(GOOD)
+
+
+FINISH_CASES = [("attempts", "soon"), ("started_at", "soon"), ("lease_losses", "nan")]
+
+
+@pytest.mark.parametrize("case", FINISH_CASES, ids=[case_id(case) for case in FINISH_CASES])
+async def test_a_finish_batch_applies_the_others_and_the_bad_run_is_reported_once(
+    backend: Backend, backend_url: str, case: tuple[str, str | None]
+) -> None:
+    field, value = case
+    order = {run_id: index for index, run_id in enumerate((GOOD[0], BAD, GOOD[1]))}
+    await backend.enqueue([new_run(NOW, run_id=run_id) for run_id in order], NOW)
+    held = sorted(
+        (await claim(backend, NOW, alone=False)).runs, key=lambda run: order[run.lease.run_id]
+    )
+    await corrupt(backend_url, BAD, field, value)
+
+    finishes = [Finish(run.lease, "succeeded", output="1") for run in held]
+    assert await backend.finish(finishes, NOW + 1) == [True, False, True]
+
+    reported: list[str] = []
+    for at in (NOW + 2, NOW + LEASE_SECONDS + 2, NOW + LEASE_SECONDS + 3):
+        reported += [entry.run_id for entry in (await claim(backend, at)).set_aside]
+    assert reported == [BAD]
+    await check_reported_as_corrupt(backend, field)

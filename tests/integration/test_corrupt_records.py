@@ -31,9 +31,9 @@ async def test_worker_processes_serve_the_runs_queued_behind_a_corrupt_one(
     started = time.monotonic()
     workers.start("--processes", "2", "--concurrency", "4")
 
-    for handle in behind:
+    for number, handle in enumerate(behind, start=1):
         left = SERVED_WITHIN - (time.monotonic() - started)
-        assert await handle.result(timeout=max(left, 0.1)) == await_value(handle, behind)
+        assert await handle.result(timeout=max(left, 0.1)) == number + 1
     reported = f"run {bad.id} set aside: its stored record is corrupt"
     await wait_until(lambda: reported in workers.errors())
 
@@ -42,8 +42,3 @@ async def test_worker_processes_serve_the_runs_queued_behind_a_corrupt_one(
     assert workers.errors().count(reported) == 1, workers.errors()
     assert re.search(f"{re.escape(reported)} \\(.*'{field}'", workers.errors())
     await pool.aclose()
-
-
-def await_value(handle: object, handles: list[object]) -> int:
-    """What add_one returns for the n-th run behind the bad one (its input n, plus one)."""
-    return handles.index(handle) + 2

@@ -154,17 +154,15 @@ class Claiming(Ending):
     def _sound(self, ids: Sequence[str]) -> list[str]:
         """The runs of ``ids`` whose record can be trusted, in order; each other one is
         set aside (see the ``set_aside`` query), its gate place freed, and noted."""
-        rows = self._execute("runs_to_check", ids=json.dumps(list(ids))).fetchall()
-        problems = {str(row["id"]): records.run_problem(row) for row in rows}
-        for run_id, problem in problems.items():
+        checked = self._checked_rows(ids)
+        for run_id, (problem, row) in checked.items():
             if problem is not None:
-                self._put_aside(run_id, problem, rows)
-        return [run_id for run_id in ids if problems.get(run_id, "") is None]
+                self._put_aside(run_id, problem, row)
+        return [run_id for run_id in ids if run_id in checked and checked[run_id][0] is None]
 
-    def _put_aside(self, run_id: str, problem: str, rows: Sequence[sqlite3.Row]) -> None:
+    def _put_aside(self, run_id: str, problem: str, row: sqlite3.Row) -> None:
         self._execute("set_aside", id=run_id)
         self._set_aside.append(SetAside(run_id, problem))
-        row = next(row for row in rows if row["id"] == run_id)
         gate, limit = row["gate"], row["gate_limit"]
         if row["admitted"] == 1 and row["status"] in ("queued", "running") and gate is not None:
             self._execute("count_admitted", gate=gate, delta=-1)
