@@ -304,6 +304,9 @@ class Backend(Protocol):
            ``attempts += 1``, ``started_at = now``, a new lease token, its claim count
            (``fence``) + 1, lease expiry ``now + lease_seconds``.
 
+        A run whose stored record is corrupt (a field missing or malformed) is set aside,
+        never leased, and every other run is served: see ``ClaimResult.set_aside``.
+
         Isolation: a run whose worker died (or stalled past its lease) may have been
         killed by another run the worker held. Running it alone next attributes its
         next lease loss to it: a poison run reaches ``max_lease_losses`` by itself
