@@ -15,12 +15,10 @@ local function finite_number(text)
   return number
 end
 
--- A check: whether a decimal string is a finite number from low to high.
-local function number_in(low, high)
-  return function(text)
-    local number = finite_number(text)
-    return number ~= nil and number >= low and number <= high
-  end
+-- Whether a decimal string is a finite number from low to high.
+local function in_range(text, low, high)
+  local number = finite_number(text)
+  return number ~= nil and number >= low and number <= high
 end
 
 -- Whether a decimal string is a whole number of at most 15 digits.
@@ -43,34 +41,31 @@ local function limit_ok(limit)
   return type(limit) == 'table' and type(limit[1]) == 'string'
     and type(limit[2]) == 'number' and type(limit[3]) == 'number'
 end
--- Whether a stored value is good for its kind.
-local GOOD = {
-  state = function(text) return RUN_STATES[text] == true end,
-  text = function() return true end,
-  count = function(text) return whole(text) and tonumber(text) >= 0 end,
-  integer = whole,
-  limit = function(text) return whole(text) and tonumber(text) >= 1 end,
-  flag = function(text) return text == '0' or text == '1' end,
-  time = number_in(EARLIEST, LATEST),
-  seconds = number_in(0, 1e12),
-  offset = number_in(-1e12, 1e12),
-  hooks = function(text) return json_list(text, hook_ok) end,
-  rate = function(text) return json_list(text, limit_ok) end,
-  events = function(text)
-    return text == '' or json_list(text, function(key) return type(key) == 'string' end)
-  end,
-}
+local function event_key_ok(key) return type(key) == 'string' end
+-- Whether a stored value (a string) is good for its kind (CHECKED_KINDS).
+local function good(kind, text)
+  if kind == 'count' then return whole(text) and tonumber(text) >= 0
+  elseif kind == 'time' then return in_range(text, EARLIEST, LATEST)
+  elseif kind == 'flag' then return text == '0' or text == '1'
+  elseif kind == 'state' then return RUN_STATES[text] == true
+  elseif kind == 'seconds' then return in_range(text, 0, 1e12)
+  elseif kind == 'offset' then return in_range(text, -1e12, 1e12)
+  elseif kind == 'integer' then return whole(text)
+  elseif kind == 'limit' then return whole(text) and tonumber(text) >= 1
+  elseif kind == 'hooks' then return json_list(text, hook_ok)
+  elseif kind == 'rate' then return json_list(text, limit_ok)
+  elseif kind == 'events' then return text == '' or json_list(text, event_key_ok)
+  end
+  return true  -- 'text': any string
+end
 
--- The fields checked, each { name, kind, required }.
-local CHECKED = {
-  { 'status', 'state', true }, { 'queue', 'text', true }, { 'workflow', 'text', true },
-  { 'attempts', 'count', true }, { 'created_at', 'time', true },
-  { 'available_at', 'time', true }, { 'cancel_requested', 'flag', true },
-  { 'lease_losses', 'count', true }, { 'claims', 'count' }, { 'timeout', 'seconds' },
-  { 'rank_offset', 'offset' }, { 'priority', 'integer' }, { 'run_time', 'seconds' },
-  { 'attempt_time', 'seconds' }, { 'started_at', 'time' }, { 'finished_at', 'time' },
-  { 'gate', 'text' }, { 'gate_limit', 'limit' }, { 'lease_token', 'text' },
-  { 'hooks', 'hooks' }, { 'rate', 'rate' }, { 'awaited_events', 'events' },
-}
-local CHECKED_NAMES = {}
-for i, check in ipairs(CHECKED) do CHECKED_NAMES[i] = check[1] end  -- HMGET's arguments
+-- The fields checked and their kinds (good), the first REQUIRED_CHECKED required: flat
+-- lists, as a script call builds them each time.
+local CHECKED_NAMES = { 'status', 'queue', 'workflow', 'attempts', 'created_at',
+  'available_at', 'cancel_requested', 'lease_losses', 'claims', 'timeout', 'rank_offset',
+  'priority', 'run_time', 'attempt_time', 'started_at', 'finished_at', 'gate', 'gate_limit',
+  'lease_token', 'hooks', 'rate', 'awaited_events' }
+local CHECKED_KINDS = { 'state', 'text', 'text', 'count', 'time', 'time', 'flag', 'count',
+  'count', 'seconds', 'offset', 'integer', 'seconds', 'seconds', 'time', 'time', 'text',
+  'limit', 'text', 'hooks', 'rate', 'events' }
+local REQUIRED_CHECKED = 8

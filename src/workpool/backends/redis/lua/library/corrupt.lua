@@ -9,25 +9,49 @@ local function corrupt_key() return prefix .. ':corrupt' end
 -- list: ids set aside and not yet reported by a claim, oldest first
 local function corrupt_unreported_key() return prefix .. ':corrupt:unreported' end
 
+-- The HMGET of run_problem for extra: its names (extra, then the checked names not among
+-- them) and the position of each checked name in them; made once per list per call.
+local layouts = {}  -- extra names, joined -> that layout
+local function layout_of(extra)
+  local key = extra and table.concat(extra, ' ') or ''
+  local layout = layouts[key]
+  if layout then return layout end
+  local names, at, positions = {}, {}, {}
+  for i, name in ipairs(extra or {}) do names[i], at[name] = name, at[name] or i end
+  for i, name in ipairs(CHECKED_NAMES) do
+    if not at[name] then
+      names[#names + 1] = name
+      at[name] = #names
+    end
+    positions[i] = at[name]
+  end
+  layout = { names = names, positions = positions }
+  layouts[key] = layout
+  return layout
+end
+
 -- What is wrong with a run's stored record (a sentence naming the field; GONE: it has no
--- hash), or nil; its checked fields by name; and the values of the names in extra (a
--- list, or nil), in order, read in the same HMGET (absent: false).
+-- hash), or nil; its fields read, by name; and the values of the names in extra (a list,
+-- or nil), in order, read in the same HMGET (absent: false).
 local function run_problem(run_id, extra)
-  local names = extra and { unpack(extra) } or {}
-  for _, name in ipairs(CHECKED_NAMES) do names[#names + 1] = name end
+  local layout = layout_of(extra)
+  local names, at = layout.names, layout.positions
   local stored = redis.pcall('HMGET', run_key(run_id), unpack(names))
   if stored.err then
     return 'its key holds a ' .. redis.call('TYPE', run_key(run_id)).ok .. ', not a hash', {}, {}
   end
   local fields = {}
-  for i, name in ipairs(names) do fields[name] = stored[i] or nil end
+  for i = 1, #names do fields[names[i]] = stored[i] or nil end
   if next(fields) == nil then return GONE, fields, stored end
-  for _, check in ipairs(CHECKED) do
-    local name, value = check[1], fields[check[1]]
-    if value == nil then
-      if check[3] then return "field '" .. name .. "' is missing", fields, stored end
-    elseif not GOOD[check[2]](value) then
-      return "field '" .. name .. "' is malformed: " .. string.format('%q', value), fields, stored
+  for i = 1, #CHECKED_NAMES do
+    local value = stored[at[i]]
+    if not value then
+      if i <= REQUIRED_CHECKED then
+        return "field '" .. CHECKED_NAMES[i] .. "' is missing", fields, stored
+      end
+    elseif not good(CHECKED_KINDS[i], value) then
+      return "field '" .. CHECKED_NAMES[i] .. "' is malformed: " .. string.format('%q', value),
+        fields, stored
     end
   end
   if fields.status == 'running' and not (fields.started_at and fields.lease_token) then
