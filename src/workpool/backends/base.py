@@ -169,6 +169,7 @@ from workpool.backends.values import (
     RunPage,
     RunRecord,
     RunState,
+    SetAside,
     StatsSnapshot,
     StepKind,
     StepRecord,
@@ -210,6 +211,7 @@ __all__ = [
     "WorkflowInfo",
     "QueueSettings",
     "ClaimResult",
+    "SetAside",
     "RenewResult",
     "Finish",
     "StepRecord",
@@ -322,6 +324,9 @@ class Backend(Protocol):
            running runs (none if paused). Each taken run becomes ``running``:
            ``attempts += 1``, ``started_at = now``, a new lease token, its claim count
            (``fence``) + 1, lease expiry ``now + lease_seconds``.
+
+        A run whose stored record is corrupt (a field missing or malformed) is set aside,
+        never leased, and every other run is served: see ``ClaimResult.set_aside``.
 
         Isolation: a run whose worker died (or stalled past its lease) may have been
         killed by another run the worker held. Running it alone next attributes its

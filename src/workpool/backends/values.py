@@ -368,6 +368,15 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SetAside:
+    """A run set aside because its stored record is corrupt."""
+
+    run_id: str
+    problem: str
+    """What is wrong, naming the field (e.g. "field 'attempts' is not a number: 'x'")."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     """What ``claim`` returns."""
 
@@ -382,6 +391,10 @@ class ClaimResult:
     the served workflows in these queues that this claim did not take (None: there are
     none): a busy worker stops claiming to become free for them when they have waited
     too long."""
+    set_aside: tuple[SetAside, ...] = ()
+    """Runs whose stored record was found corrupt (by this claim or by any operation
+    since the last claim that reported some) and set aside: out of every queue index,
+    never claimed again, left as stored for inspection. Each is reported once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.ahead import ClaimAhead
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
-from workpool.worker.health import BackendHealth, warn_about_settings
+from workpool.worker.health import BackendHealth, report_set_aside, warn_about_settings
 from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
 from workpool.worker.registration import Registration
@@ -265,6 +265,7 @@ class Worker:
                 await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
                 continue
             self.health.succeeded()
+            report_set_aside(result.set_aside)
             self._make_room_for_isolated = self._should_make_room(result, alone, now)
             self._ahead.claim_returned(sent_at, size, result.runs, time.monotonic())
             self._start_held(backend, finisher)

@@ -50,6 +50,7 @@ from workpool.backends.checks import (
     check_tick,
 )
 from workpool.backends.durability import DurabilityReport
+from workpool.backends.reading import readable
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
@@ -261,7 +262,7 @@ class RedisBackend:
         workflows: Sequence[str] | None = None,
         alone: bool = False,
     ) -> ClaimResult:
-        next_wake_at, isolated_since, rows = await self._scripts.claim(
+        next_wake_at, isolated_since, set_aside, rows = await self._scripts.claim(
             codec.seconds(now),
             codec.seconds(now + lease_seconds),
             worker_id,
@@ -275,6 +276,7 @@ class RedisBackend:
             runs=[codec.decode_claimed(row) for row in rows],
             next_wake_at=None if next_wake_at is None else float(next_wake_at),
             isolated_since=None if isolated_since is None else float(isolated_since),
+            set_aside=codec.decode_set_aside(set_aside),
         )
 
     async def renew(
@@ -436,7 +438,10 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        fields = as_dict(await self._read("HGETALL", self._keys.run(run_id)))
+        problem, flat = await self._scripts.get_run(run_id)
+        if problem is not None:
+            raise codec.set_aside_error(run_id, problem)
+        fields = as_dict(flat)
         return codec.decode_run(run_id, fields) if fields else None
 
     async def list_runs(
@@ -456,11 +461,9 @@ class RedisBackend:
             codec.optional_argument(workflow),
             codec.optional_argument(queue),
         )
-        runs = []
-        for reply in hashes:
-            fields = as_dict(reply)
-            runs.append(codec.decode_run(fields.get("id", "?"), fields))
-        return RunPage(runs=runs, cursor=runs[-1].id if len(runs) == limit else None)
+        pages = [as_dict(reply) for reply in hashes]
+        runs = readable(lambda fields: codec.decode_run(fields.get("id", "?"), fields), pages)
+        return RunPage(runs=runs, cursor=pages[-1].get("id") if len(pages) == limit else None)
 
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))

@@ -40,6 +40,10 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:run:<run id>:event_ids             set: the event ids (send_event's event_id)
                                            the run was sent; only with an id (the
                                            hash's inbox is '1' by then)
+    {p}:corrupt                            hash: run id -> what is wrong with its record,
+                                           for each run set aside as corrupt (out of
+                                           every index; lua/library/checks.lua)
+    {p}:corrupt:unreported                 list: the ids of those no claim reported yet
     {p}:ready:<pair>                       sorted set: the pair's claimable run ids
                                            (queued: ungated, or admitted by their gate),
                                            score the run's rank, or rank - 3e12 for a run

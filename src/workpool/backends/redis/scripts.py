@@ -13,10 +13,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.sources import script_source
+from workpool.errors import CorruptRecordError
 
 OPERATIONS = (
     "enqueue",
@@ -47,6 +48,7 @@ OPERATIONS = (
     "fail_unserved",
     "start_tick",
     "list_skipped_ticks",
+    "get_run",
 )
 
 REPEATABLE = frozenset(
@@ -57,6 +59,7 @@ REPEATABLE = frozenset(
         "renew",
         "set_event",
         "get_event",
+        "get_run",
         "release",
         "set_queue",
         "acquire_lease",
@@ -64,6 +67,8 @@ REPEATABLE = frozenset(
         "get_stats",
         "get_minute_counters",
         "heartbeat",
+        "restore_registry",  # HSETNX: a repeat finds the records stored
+        "list_skipped_ticks",
     )
 )
 """The operations whose second run has the effect and the reply of the first: sent
@@ -71,6 +76,10 @@ again if the connection is lost before their reply (``CommandLink.call``). The o
 would report something else the second time (a claim takes other runs, a finish or a
 cancel finds its work done...), so their callers are told
 that the outcome is unknown instead."""
+
+CORRUPT = "CORRUPT "
+"""How a script's error reply starts when the run it was asked about has a corrupt
+record (lua/library/corrupt.lua); the rest is CorruptRecordError's message."""
 
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
@@ -95,10 +104,16 @@ class Script:
     async def __call__(self, args: Sequence[str | int]) -> Any:
         call = ("EVALSHA", self.sha, 1, self._tag, *args)
         try:
-            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
-        except NoScriptError:  # flushed or restarted server: load, then call again
-            await self.load()
-            return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
+            try:
+                return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
+            except NoScriptError:  # flushed or restarted server: load, then call again
+                await self.load()
+                return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
+        except ResponseError as error:
+            message = str(error)
+            if message.startswith(CORRUPT):  # a run whose record is corrupt (checks.lua)
+                raise CorruptRecordError(message.removeprefix(CORRUPT)) from None
+            raise
 
 
 class Scripts:
@@ -133,6 +148,7 @@ class Scripts:
         self._fail_unserved = Script(link, tag, "fail_unserved")
         self._start_tick = Script(link, tag, "start_tick")
         self._list_skipped_ticks = Script(link, tag, "list_skipped_ticks")
+
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -182,9 +198,10 @@ class Scripts:
         queues: Sequence[str],
         workflows: Sequence[str] | None,
         alone: bool,
-    ) -> tuple[str | None, str | None, list[ClaimedRow]]:
-        """(next wake time or None, earliest run to isolate left or None, claimed rows);
-        ``workflows`` None: every workflow is served."""
+    ) -> tuple[str | None, str | None, list[str], list[ClaimedRow]]:
+        """(next wake time or None, earliest run to isolate left or None, runs set aside
+        as flat (run id, problem) pairs, claimed rows); ``workflows`` None: every
+        workflow is served."""
         args: list[str | int] = [now, lease_expires_at, worker_id, limit, max_lease_losses]
         args.append("1" if alone else "0")
         if workflows is None:
@@ -194,7 +211,7 @@ class Scripts:
             args.extend(workflows)
         args.extend(queues)
         reply = await self._claim(args)
-        return reply[0], reply[1], list(reply[2:])
+        return reply[0], reply[1], list(reply[2]), list(reply[3:])
 
     async def renew(
         self, lease_expires_at: str, leases: Sequence[tuple[str, str, str]]
@@ -341,6 +358,12 @@ class Scripts:
         """JSON texts of skipped ticks, the newest ``limit`` of each trigger (of
         ``workflow``; '' every workflow)."""
         return [str(record) for record in await self._list_skipped_ticks([workflow, limit])]
+
+    async def get_run(self, run_id: str) -> tuple[str | None, list[str]]:
+        """(what is wrong with the run if it was set aside, else None; its hash as a
+        flat HGETALL reply, empty if it has none)."""
+        problem, fields = await self._get_run([run_id])
+        return problem, list(fields)
 
 
 def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:

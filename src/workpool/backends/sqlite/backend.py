@@ -347,7 +347,7 @@ class SQLiteBackend:
 
         def read(connection: sqlite3.Connection) -> RunRecord | None:
             row = connection.execute(query, {"id": run_id}).fetchone()
-            return None if row is None else records.run_record(row)
+            return None if row is None else records.checked_run(row)
 
         return await self._thread.read(read)
 

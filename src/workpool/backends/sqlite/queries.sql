@@ -82,6 +82,24 @@ SELECT min(first) AS since FROM (
 -- The workflows that have had runs in :queue.
 SELECT workflow FROM run_pairs WHERE queue = :queue;
 
+-- name: runs_to_check
+-- The columns of the runs of the :ids JSON array that a claim or a reap checks before it
+-- leases or reaps them (records.run_problem): get_run's, and those only claims read.
+SELECT
+    id, workflow, queue, status, attempts, input, output, error, retry, created_at,
+    available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
+    timeout, progress, batch_id,
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: set_aside
+-- Set run :id aside, its record corrupt, as it is: isolate = 2 takes it out of every
+-- claim (claims take isolate 0 or 1), no lease expiry out of reaping, and it no longer
+-- counts as running in its queue (running_in_queue).
+UPDATE runs SET isolate = 2, lease_expires_at = NULL WHERE id = :id;
+
 -- name: claim_queued
 -- Lease the runs of the :ids JSON array to :worker_id until :expires_at.
 UPDATE runs SET
@@ -126,7 +144,8 @@ SELECT min(wake_at) AS wake_at FROM (
 
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
--- progress JSON text or null] (null keeps the stored progress).
+-- progress JSON text or null] (null keeps the stored progress); a run set aside as
+-- corrupt holds none.
 UPDATE runs SET lease_expires_at = :expires_at, progress = coalesce(lease.reported, runs.progress)
 FROM (
     SELECT
@@ -136,12 +155,14 @@ FROM (
     FROM json_each(:leases)
 ) AS lease
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
+    AND runs.isolate < 2
 RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
--- The run :id if it is running under lease :token (no row: the lease is not held).
+-- The run :id if it is running under lease :token (no row: the lease is not held, as for
+-- a run set aside as corrupt).
 SELECT cancel_requested, queue, workflow, started_at, gate FROM runs
-WHERE id = :id AND status = 'running' AND lease_token = :token;
+WHERE id = :id AND status = 'running' AND lease_token = :token AND isolate < 2;
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -312,14 +333,16 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: get_run
--- Every column of run :id that a RunRecord holds.
+-- Every column of run :id that a RunRecord holds, and those a claim checks too
+-- (records.checked_run: a run set aside as corrupt, isolate = 2, is reported as such).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
-    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
@@ -360,8 +383,8 @@ ON CONFLICT (name) DO UPDATE SET
     paused = excluded.paused;
 
 -- name: running_in_queue
--- How many runs of :queue are running.
-SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = :queue;
+-- How many runs of :queue are running (a run set aside as corrupt does not count).
+SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = :queue AND isolate < 2;
 
 -- name: stale_workflows
 -- Names of :app's registered workflows last updated before :cutoff.
@@ -520,7 +543,8 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: runs_by_ids
--- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first.
+-- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first;
+-- not those set aside as corrupt (isolate = 2: a listing leaves them out, as on Redis).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
@@ -528,7 +552,7 @@ SELECT
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
-FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2
 ORDER BY id DESC;
 
 -- name: purgeable_runs

@@ -7,6 +7,7 @@ of the wrong type raises ``CorruptRecordError`` naming the run and the column.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, get_args
@@ -32,6 +33,8 @@ _STATES = frozenset(
 _STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 _STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
+EARLIEST, LATEST = -62135596800.0, 253402300799.0
+"""The times a run may hold (years 1 to 9999: what datetime reads)."""
 
 
 def _corrupt(run_id: object, field: str, value: object, expected: str) -> CorruptRecordError:
@@ -55,24 +58,37 @@ def optional_text(row: sqlite3.Row, field: str) -> str | None:
 
 
 def integer(row: sqlite3.Row, field: str) -> int:
-    """A required INTEGER column (booleans stored as 0/1 included)."""
+    """A required INTEGER column (booleans stored as 0/1 included), of at most 15 digits."""
     value = row[field]
-    if not isinstance(value, int):
+    if not isinstance(value, int) or abs(value) >= 10**15:
         raise _corrupt(row["id"], field, value, "an integer")
     return value
 
 
 def number(row: sqlite3.Row, field: str) -> float:
-    """A required REAL column (a time)."""
+    """A required REAL column: a finite number."""
     value = row[field]
-    if not isinstance(value, int | float):
-        raise _corrupt(row["id"], field, value, "a number")
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        raise _corrupt(row["id"], field, value, "a finite number")
     return float(value)
+
+
+def time(row: sqlite3.Row, field: str) -> float:
+    """A required REAL column holding a time (in years 1 to 9999)."""
+    value = number(row, field)
+    if not EARLIEST <= value <= LATEST:
+        raise _corrupt(row["id"], field, value, "a time in years 1 to 9999")
+    return value
 
 
 def optional_number(row: sqlite3.Row, field: str) -> float | None:
     """A nullable REAL column."""
     return None if row[field] is None else number(row, field)
+
+
+def optional_time(row: sqlite3.Row, field: str) -> float | None:
+    """A nullable REAL column holding a time."""
+    return None if row[field] is None else time(row, field)
 
 
 def flag(row: sqlite3.Row, field: str) -> bool:
@@ -98,10 +114,10 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         output=optional_text(row, "output"),
         error=optional_text(row, "error"),
         retry=optional_text(row, "retry"),
-        created_at=number(row, "created_at"),
-        available_at=number(row, "available_at"),
-        started_at=optional_number(row, "started_at"),
-        finished_at=optional_number(row, "finished_at"),
+        created_at=time(row, "created_at"),
+        available_at=time(row, "available_at"),
+        started_at=optional_time(row, "started_at"),
+        finished_at=optional_time(row, "finished_at"),
         cancel_requested=flag(row, "cancel_requested"),
         cancel_reason=optional_text(row, "cancel_reason"),
         lease_losses=integer(row, "lease_losses"),
@@ -119,6 +135,36 @@ def run_record(row: sqlite3.Row) -> RunRecord:
         priority=integer(row, "priority"),
         batch_id=optional_text(row, "batch_id"),
     )
+
+
+def run_problem(row: sqlite3.Row) -> str | None:
+    """What is wrong with a ``runs_to_check`` row (its CorruptRecordError's message), or
+    None when a claim, a reap and every later read can trust it."""
+    try:
+        run_record(row)
+        number(row, "rank_offset")
+        number(row, "attempt_time")
+        flag(row, "has_steps")
+        flag(row, "resuming")
+        if row["gate"] is not None and row["gate_limit"] is None:
+            raise _corrupt(row["id"], "gate_limit", None, "the limit of its gate")
+    except CorruptRecordError as error:
+        return str(error)
+    return None
+
+
+def checked_run(row: sqlite3.Row) -> RunRecord:
+    """A ``get_run`` row as a RunRecord; CorruptRecordError for a run whose record is
+    corrupt, as a claim would find it (run_problem), or that a claim set aside."""
+    problem = run_problem(row)
+    if problem is not None:
+        raise CorruptRecordError(problem)
+    if row["isolate"] == 2:
+        raise CorruptRecordError(
+            f"run {row['id']}: a claim found its stored record corrupt and set it aside; "
+            "it is never claimed: repair or delete it by hand"
+        )
+    return run_record(row)
 
 
 def claimed_run(row: sqlite3.Row) -> ClaimedRun:

@@ -19,6 +19,7 @@ from workpool.backends.redis.codec.runs import (
     decode_batch,
     decode_claimed,
     decode_run,
+    decode_set_aside,
     encode_finishes,
     encode_hook,
     encode_rate_limits,
@@ -27,6 +28,7 @@ from workpool.backends.redis.codec.runs import (
     lease_pairs,
     optional_argument,
     renewals,
+    set_aside_error,
 )
 from workpool.backends.redis.codec.settings import (
     decode_settings,
@@ -58,6 +60,8 @@ __all__ = [
     "seconds",
     "milliseconds",
     "RUN_FIELDS",
+    "decode_set_aside",
+    "set_aside_error",
     "encode_runs",
     "encode_rate_limits",
     "gate_fields",

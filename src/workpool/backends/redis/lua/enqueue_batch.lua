@@ -29,7 +29,7 @@ local key = b.key(batch_id)
 local open = redis.call('HGET', key, 'open')
 -- Whether the run adding is a run of the batch that has not ended (it keeps it pending).
 local function added_by_own_run()
-  local adder = detail ~= '' and redis.call('HMGET', run_key(detail), 'status', 'batch')
+  local adder = detail ~= '' and redis.pcall('HMGET', run_key(detail), 'status', 'batch')
   return adder and adder[2] == batch_id and not TERMINAL[adder[1]]
 end
 if mode == 'add' and not open then return { 'not_found' } end

@@ -8,7 +8,8 @@
 -- Each held run becomes queued now (attempts unchanged, no lease loss counted), or
 -- ends canceled if its cancel was requested. A hand-back is not an attempt: the run
 -- is marked resuming, so its next claim takes the same attempt again, unless the
--- attempt is used. Returns the number of runs released.
+-- attempt is used. A run whose record is corrupt is set aside (checks.lua).
+-- Returns the number of runs released.
 -- Each limited queue the runs left is woken if it has room and claimable runs
 -- (queues.lua).
 
@@ -17,7 +18,7 @@ local released = 0
 for i = 3, #ARGV, 2 do
   local run_id, token = ARGV[i], ARGV[i + 1]
   local run = read_run(run_id, 'lease_token', 'cancel_requested', 'rate')
-  if run[1] == 'running' and run[11] == token then
+  if not set_aside_if_corrupt(run_id, run) and run[1] == 'running' and run[11] == token then
     if run[12] == '1' then
       end_run(run_id, run, 'canceled', now, {})
     else

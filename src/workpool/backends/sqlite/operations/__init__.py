@@ -8,6 +8,7 @@ Its parts, each a class over the shared transaction, from the bottom up:
 
 - ``transaction.py``  connection, named queries, ``woken``, counters, queue settings
 - ``admission.py``    concurrency gates and rate-limit reservations
+- ``checking.py``     finding corrupt rows among the runs an operation will change
 - ``enqueueing.py``   ``enqueue`` (and storing a step's child)
 - ``ticks.py``        ``start_tick``: a cron tick's run, or a skipped tick's record
 - ``ending.py``       terminal transitions with hooks, requeues, ``cancel``, ``cancel_many``

@@ -19,11 +19,12 @@ from workpool.backends.base import (
 )
 from workpool.backends.checks import check_batch
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import Admission, gate_id
+from workpool.backends.sqlite.operations.admission import gate_id
+from workpool.backends.sqlite.operations.checking import Checking
 from workpool.errors import BatchClosedError, BatchNotFoundError
 
 
-class Batches(Admission):
+class Batches(Checking):
     """A batch's record, kept in step with its runs in the transactions that move them."""
 
     def _batch_of(

@@ -55,7 +55,8 @@ local function remembered(key, now)
     return nil
   end
   local space = string.find(value, ' ', 1, true)
-  if tonumber(string.sub(value, 1, space - 1)) > tonumber(now) then
+  local expires_at = space and tonumber(string.sub(value, 1, space - 1))
+  if expires_at and expires_at > tonumber(now) then  -- (malformed: forgotten)
     return string.sub(value, space + 1)
   end
   return nil

@@ -3,15 +3,15 @@
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
--- The fields of a run that transitions read (run[1..10]: status, queue, workflow,
--- hooks, parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), then
--- those named after (run[11], ...), and its batch as run.batch (nil: none).
+-- The fields of a run that transitions read (run[1..10]: status, queue, workflow, hooks,
+-- parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), those named after
+-- (run[11], ...), run.batch (nil: none), run.problem and run.fields (run_problem's).
 local function read_run(run_id, ...)
-  local named = { ... }
+  local named = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id', 'parent_step',
+    'has_steps', 'gate', 'gate_limit', 'admitted', ... }
   named[#named + 1] = 'batch'
-  local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks',
-    'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', unpack(named))
-  run.batch = run[10 + #named] or nil
+  local problem, fields, run = run_problem(run_id, named)
+  run.batch, run.problem, run.fields = run[#named] or nil, problem, fields
   return run
 end
 
