@@ -148,7 +148,7 @@ class Scripts:
         self._fail_unserved = Script(link, tag, "fail_unserved")
         self._start_tick = Script(link, tag, "start_tick")
         self._list_skipped_ticks = Script(link, tag, "list_skipped_ticks")
-
+        self._get_run = Script(link, tag, "get_run")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later

@@ -91,6 +91,7 @@ SELECT
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 
