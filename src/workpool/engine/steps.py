@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, NoReturn
 
+from workpool import tracing
 from workpool.backends.base import NewRun, StepKind, StepRecord
 from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
@@ -55,6 +56,8 @@ from workpool.validation import check_name, check_time, duration_seconds, timest
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
+REPLAYED = {"workpool.step.replayed": True}
+"""The attribute of a step's span when the step returned its saved result."""
 
 
 class Steps:
@@ -98,12 +101,14 @@ class Steps:
         """
         seconds = self._timeout(name, timeout)
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("run", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "run")
             if saved is not None and saved.status == "succeeded":
+                tracing.annotate(span, REPLAYED)
                 return from_json(saved.output)
             attempts = saved.attempts + 1 if saved is not None else 1
+            tracing.annotate(span, {"workpool.step.attempt": attempts})
             started = self._now()
             check_lease(self._env, name)
             try:
@@ -147,10 +152,12 @@ class Steps:
         seconds = self._timeout(name, timeout)
         RunOptions(queue=queue)  # checks the queue name as run() would
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("workflow", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "workflow")
-            if saved is None or saved.status not in ("waiting", "succeeded"):
+            if saved is not None and saved.status in ("waiting", "succeeded"):
+                tracing.annotate(span, REPLAYED)
+            else:
                 now = self._now()
                 waiting = StepRecord(
                     name,
@@ -160,8 +167,7 @@ class Steps:
                     now,
                     wake_at=now + seconds if seconds is not None else None,
                 )
-                new_run = self._child_run(name, child, input, queue=queue)
-                saved = await self._save(waiting, new_run)
+                saved = await self._start_child(waiting, child, input, queue=queue)
             if saved.status == "waiting":
                 if saved.wake_at is not None and self._now() >= saved.wake_at:
                     error = StepTimeoutError(
@@ -197,14 +203,14 @@ class Steps:
             run_at=run_at, run_after=run_after, queue=queue, idempotency_key=idempotency_key
         )
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("emit", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "emit")
             if saved is None or saved.child_run_id is None:
                 now = self._now()
                 emitted = StepRecord(name, "emit", "succeeded", 1, now, finished_at=now)
-                new_run = self._child_run(
-                    name,
+                saved = await self._start_child(
+                    emitted,
                     child,
                     input,
                     queue=queue,
@@ -212,7 +218,8 @@ class Steps:
                     run_after=run_after,
                     idempotency_key=idempotency_key,
                 )
-                saved = await self._save(emitted, new_run)
+            else:
+                tracing.annotate(span, REPLAYED)
             assert saved.child_run_id is not None
             return saved.child_run_id
 
@@ -254,6 +261,10 @@ class Steps:
                 if step.wake_at is not None and now >= step.wake_at:
                     step = replace(step, status="succeeded", output="null", finished_at=now)
                 saved = await self._save(step, event=key)
+                tracing.note(
+                    "wait for event" if saved.status == "waiting" else "event taken",
+                    {"workpool.step": name, "workpool.event": key},
+                )
             if saved.status == "waiting":
                 await self._suspend_until(None, saved.wake_at, event=key)
             return from_json(saved.output)
@@ -281,6 +292,9 @@ class Steps:
                 now = self._now()
                 timer = StepRecord(name, "sleep", "waiting", 1, now, wake_at=wake_at_from(now))
                 saved = await self._save(timer)
+                tracing.note(
+                    "sleep", {"workpool.step": name, "workpool.sleep_until": timer.wake_at}
+                )
             assert saved.wake_at is not None
             remaining = saved.wake_at - self._now()
             if remaining <= 0:
@@ -347,14 +361,26 @@ class Steps:
                 f"now used as a {kind!r} step; step names must mean the same thing on replay"
             )
 
-    def _child_run(
-        self, name: str, child: Workflow[Any, Any] | str, input: Any, **options: Any
-    ) -> NewRun:
+    async def _start_child(
+        self, step: StepRecord, child: Workflow[Any, Any] | str, input: Any, **options: Any
+    ) -> StepRecord:
+        """Save ``step`` with the child run it starts (with tracing on, in a PRODUCER span
+        whose context the child keeps: its executions are under this step)."""
         child_name = child.name if isinstance(child, Workflow) else child
         if options.get("idempotency_key") is None:
-            options["idempotency_key"] = self._child_key(name, child_name)
+            options["idempotency_key"] = self._child_key(step.name, child_name)
         prepared = prepare_run(self._env.registry, child, input, **options)
-        return build_new_run(self._env.registry, self._env.settings, prepared, self._now())
+        with tracing.sending([child_name]) as sending:
+            new_run = build_new_run(
+                self._env.registry,
+                self._env.settings,
+                prepared,
+                self._now(),
+                trace_context=sending.context,
+            )
+            saved = await self._save(step, new_run)
+            sending.sent([(saved.child_run_id or new_run.id, new_run.queue, new_run.priority)])
+        return saved
 
     def _child_key(self, step: str, child: str) -> str:
         digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
