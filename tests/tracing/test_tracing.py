@@ -5,7 +5,6 @@ SDK's in-memory exporter."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -13,42 +12,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.integration.conftest import fast_worker
 from tests.polling import wait_until
+from tests.tracing.traced_app import define
 from tests.tracing.trees import Recorded, ancestors, named, recorded, render
-from workpool import RetryPolicy, RunContext, Workpool
-
-QUICK_RETRY = RetryPolicy(max_attempts=3, initial_backoff=0.01)
-
-
-def define(pool: Workpool) -> Any:
-    """The workflows of the tree: order -> charge (child) -> ledger (grandchild); the
-    order fails its first attempt after a step, sleeps, waits for an event, and has a
-    completion callback."""
-
-    @pool.workflow()
-    async def ledger(ctx: RunContext, amount: int) -> int:
-        booked: int = await ctx.step.run("book", lambda: amount)
-        return booked
-
-    @pool.workflow()
-    async def charge(ctx: RunContext, amount: int) -> int:
-        booked: int = await ctx.step.run_workflow("ledger", ledger, amount)
-        return booked
-
-    @pool.workflow()
-    async def notify(ctx: RunContext, hook: Any) -> None:
-        return None
-
-    @pool.workflow(retries=QUICK_RETRY)
-    async def order(ctx: RunContext, amount: int) -> str:
-        await ctx.step.run("reserve", lambda: "ok")
-        if ctx.attempt == 1:
-            raise ValueError("the stock service timed out")
-        await ctx.step.sleep("cool down", 0.6)
-        charged = await ctx.step.run_workflow("charge", charge, amount)
-        approval = await ctx.step.wait_for_event("approval", "approve")
-        return f"{charged} approved by {approval}"
-
-    return order, notify
+from workpool import RunContext, Workpool
 
 
 async def suspended_on_event(pool: Workpool, run_id: str) -> bool:
@@ -60,7 +26,8 @@ async def suspended_on_event(pool: Workpool, run_id: str) -> bool:
 async def test_one_trace_from_the_callers_span_through_every_execution(
     pool: Workpool, spans: InMemorySpanExporter
 ) -> None:
-    order, notify = define(pool)
+    workflows = define(pool)
+    order, notify = workflows.order, workflows.notify
     with trace.get_tracer("test").start_as_current_span("checkout") as root:
         handle = await order.run(42, on_complete=notify)
     async with fast_worker(pool):

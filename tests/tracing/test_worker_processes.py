@@ -44,7 +44,7 @@ async def test_one_trace_from_the_tests_span_to_the_grandchild_in_a_worker_proce
 ) -> None:
     workers.start(*QUICK_LEASE, app=APP)
     with trace.get_tracer("test").start_as_current_span("checkout") as root:
-        [handle] = await pool.enqueue_many([traced_app.order.prepare(42)])
+        [handle] = await pool.enqueue_many([traced_app.tree.order.prepare(42)])
     await wait_until(lambda: waits_for_approval(pool, handle.id), limit=60)
     await pool.send_event(handle.id, "approve", "ana")
     assert await pool.handle(handle.id).result(timeout=60) == "42 approved by ana"
@@ -80,7 +80,7 @@ async def test_the_retry_after_a_killed_worker_joins_the_same_trace(
 ) -> None:
     doomed = workers.start(*QUICK_LEASE, app=APP)
     with trace.get_tracer("test").start_as_current_span("request") as root:
-        [handle] = await pool.enqueue_many([traced_app.stall.prepare(None)])
+        [handle] = await pool.enqueue_many([traced_app.tree.stall.prepare(None)])
     await wait_until(lambda: started(workers, handle.id) >= 1, limit=60)
     doomed.send_signal(signal.SIGKILL)
     doomed.wait()

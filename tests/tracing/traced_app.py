@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
-from workpool import RetryPolicy, RunContext, Workpool
+from workpool import RetryPolicy, RunContext, Workflow, Workpool
 
 pool = Workpool(app="traced")
 
@@ -41,35 +43,52 @@ def note(*fields: object) -> None:
         handle.write(" ".join(str(field) for field in fields) + "\n")
 
 
-@pool.workflow()
-async def ledger(ctx: RunContext, amount: int) -> int:
-    booked: int = await ctx.step.run("book", lambda: amount)
-    return booked
+@dataclass(frozen=True)
+class Tree:
+    """The workflows of the tracing tests, defined on one pool."""
+
+    order: Workflow[int, str]
+    notify: Workflow[Any, None]
+    stall: Workflow[None, str]
 
 
-@pool.workflow()
-async def charge(ctx: RunContext, amount: int) -> int:
-    booked: int = await ctx.step.run_workflow("ledger", ledger, amount)
-    return booked
+def define(pool: Workpool) -> Tree:
+    """order -> charge (child) -> ledger (grandchild): the order fails its first attempt
+    after a step, sleeps durably and waits for an event; notify is a completion
+    callback; stall hangs on its first attempt (the test kills its worker)."""
+
+    @pool.workflow()
+    async def ledger(ctx: RunContext, amount: int) -> int:
+        booked: int = await ctx.step.run("book", lambda: amount)
+        return booked
+
+    @pool.workflow()
+    async def charge(ctx: RunContext, amount: int) -> int:
+        booked: int = await ctx.step.run_workflow("ledger", ledger, amount)
+        return booked
+
+    @pool.workflow()
+    async def notify(ctx: RunContext, hook: Any) -> None:
+        return None
+
+    @pool.workflow(retries=QUICK_RETRY)
+    async def order(ctx: RunContext, amount: int) -> str:
+        await ctx.step.run("reserve", lambda: "ok")
+        if ctx.attempt == 1:
+            raise ValueError("the stock service timed out")
+        await ctx.step.sleep("cool down", 0.6)
+        charged = await ctx.step.run_workflow("charge", charge, amount)
+        approval = await ctx.step.wait_for_event("approval", "approve")
+        return f"{charged} approved by {approval}"
+
+    @pool.workflow(retries=QUICK_RETRY)
+    async def stall(ctx: RunContext, _: None) -> str:
+        note("start", ctx.run_id, ctx.attempt, os.getpid())
+        if ctx.attempt == 1:
+            await asyncio.sleep(3600)
+        return "done"
+
+    return Tree(order, notify, stall)
 
 
-@pool.workflow(retries=QUICK_RETRY)
-async def order(ctx: RunContext, amount: int) -> str:
-    """A step, a failed first attempt, a durable sleep, a child (with its own child)
-    and an event."""
-    await ctx.step.run("reserve", lambda: "ok")
-    if ctx.attempt == 1:
-        raise ValueError("the stock service timed out")
-    await ctx.step.sleep("cool down", 0.6)
-    charged = await ctx.step.run_workflow("charge", charge, amount)
-    approval = await ctx.step.wait_for_event("approval", "approve")
-    return f"{charged} approved by {approval}"
-
-
-@pool.workflow(retries=QUICK_RETRY)
-async def stall(ctx: RunContext, _: None) -> str:
-    """Hangs on its first attempt (the test kills its worker), returns on the next."""
-    note("start", ctx.run_id, ctx.attempt, os.getpid())
-    if ctx.attempt == 1:
-        await asyncio.sleep(3600)
-    return "done"
+tree = define(pool)
