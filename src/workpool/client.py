@@ -410,7 +410,12 @@ class Client:
         )
         backend = await self.backend()
         now = self.settings.clock.now()
-        result = await backend.send_event(run_id, key, text, now, event_id)
+        attributes = {"workpool.event": key, "messaging.operation.type": "send"}
+        with tracing.calling("send_event", f"send_event {key}", run_id, attributes) as span:
+            result = await backend.send_event(
+                run_id, key, text, now, event_id, tracing.stored(span)
+            )
+            tracing.annotate(span, {"workpool.event.result": result})
         if result == "duplicate":
             return False
         if result == "not_found":
@@ -468,7 +473,9 @@ class Client:
         Returns ``"canceled"``, ``"requested"`` (running) or ``"finished"``.
         """
         backend = await self.backend()
-        result = await backend.cancel(run_id, reason, self.settings.clock.now())
+        with tracing.calling("cancel", "cancel", run_id, {}) as span:
+            result = await backend.cancel(run_id, reason, self.settings.clock.now())
+            tracing.annotate(span, {"workpool.cancel.result": result})
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")
         return result

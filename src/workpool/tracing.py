@@ -31,7 +31,7 @@ except ImportError:  # the otel extra is not installed: tracing stays off
     _API = False
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Link, Span, Tracer
+    from opentelemetry.trace import Link, Span, SpanContext, Tracer
     from opentelemetry.util.types import AttributeValue
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "Sending",
     "abandoned",
     "annotate",
+    "calling",
     "current_ids",
     "ended",
     "link_context",
@@ -47,6 +48,7 @@ __all__ = [
     "record_error",
     "sending",
     "step_span",
+    "stored",
     "tracer",
 ]
 
@@ -101,24 +103,41 @@ def link_context(stored: str | None) -> str | None:
     return json.dumps(carrier, separators=(",", ":"))
 
 
-def _parent_and_links(stored: str | None, links_only: bool) -> tuple[Context | None, list[Link]]:
-    """The parent context and the links of an execution of a run whose stored trace
-    context is ``stored`` (unreadable text: neither, a new trace)."""
+def _extracted(stored: str | None) -> tuple[Context, SpanContext, bool] | None:
+    """The context stored (as a parent, its span's context, whether it is a link), or
+    None for none or unreadable text."""
     if stored is None:
-        return None, []
+        return None
     try:
         carrier = json.loads(stored)
         extracted = TraceContextTextMapPropagator().extract(
             {key: carrier[key] for key in ("traceparent", "tracestate") if key in carrier}
         )
     except (ValueError, TypeError, AttributeError):
-        return None, []
+        return None
     context = otel.get_current_span(extracted).get_span_context()
     if not context.is_valid:
-        return None, []
-    if links_only or carrier.get("link"):
-        return None, [otel.Link(context)]
-    return extracted, []
+        return None
+    return extracted, context, bool(carrier.get("link"))
+
+
+def _parent_and_links(
+    stored: str | None, links_only: bool, woken_by: str | None, claim: int
+) -> tuple[Context | None, list[Link]]:
+    """The parent context and the links of an execution (claim number ``claim``) of a
+    run whose stored trace context is ``stored``, woken (``woken_by``) by an event."""
+    links = []
+    number, _, sender = (woken_by or "").partition(" ")
+    woke = _extracted(sender) if number == str(claim) else None
+    if woke is not None:
+        links.append(otel.Link(woke[1], {"workpool.link": "woken by send_event"}))
+    found = _extracted(stored)
+    if found is None:
+        return None, links
+    parent, context, link = found
+    if links_only or link:
+        return None, [otel.Link(context, {"workpool.link": "enqueued by"}), *links]
+    return parent, links
 
 
 # -- spans ------------------------------------------------------------------------------
@@ -185,13 +204,16 @@ def processing(
     workflow: str,
     queue: str,
     attempt: int,
-    stored: str | None,
+    trace_context: str | None,
     links_only: bool,
+    woken_by: str | None = None,
+    claim: int = 0,
 ) -> Iterator[Span]:
-    """The CONSUMER span ``process <workflow>`` of one execution of a run: a child of
-    the span that enqueued it (its stored context), or linked to it (``links_only``,
-    or a hook's run)."""
-    parent, links = _parent_and_links(stored, links_only)
+    """The CONSUMER span ``process <workflow>`` of one execution (claim number
+    ``claim``) of a run: a child of the span that enqueued it (``trace_context``), or
+    linked to it (``links_only``, or a hook's run); linked to the ``send_event`` that
+    woke it for this claim (``woken_by``), if one did."""
+    parent, links = _parent_and_links(trace_context, links_only, woken_by, claim)
     attributes: dict[str, AttributeValue] = {
         "messaging.system": SYSTEM,
         "messaging.operation.type": "process",
@@ -256,6 +278,31 @@ def abandoned(span: Span) -> None:
 
 def _iso(moment: float) -> str:
     return datetime.fromtimestamp(moment, tz=UTC).isoformat()
+
+
+@contextmanager
+def calling(
+    operation: str, name: str, run_id: str, attributes: Mapping[str, AttributeValue]
+) -> Iterator[Span | None]:
+    """A span ``name`` around a call on a run (``send_event``: PRODUCER, ``cancel``:
+    CLIENT), None while off; its context is what the call hands the run (``stored``)."""
+    traced = tracer()
+    if traced is None:
+        yield None
+        return
+    kind = otel.SpanKind.PRODUCER if operation == "send_event" else otel.SpanKind.CLIENT
+    common: dict[str, AttributeValue] = {
+        "messaging.system": SYSTEM,
+        "messaging.operation.name": operation,
+        "workpool.run_id": run_id,
+    }
+    with _span(traced, name, kind=kind, attributes={**common, **attributes}) as span:
+        yield span
+
+
+def stored(span: Span | None) -> str | None:
+    """The trace context of ``span`` (a ``calling`` span) as a run stores it."""
+    return None if span is None else _stored(span)
 
 
 def step_span(kind: str, name: str) -> AbstractContextManager[Span | None]:

@@ -9,14 +9,18 @@ from tests.conformance.helpers import (
     LEASE_SECONDS,
     claim_one,
     enqueue,
+    fetch,
     hook,
     new_run,
 )
+from tests.conformance.test_events import KEY, waiting_run
 from tests.conformance.test_steps import child_step
 from workpool.backends.base import Backend, Finish, NewBatch
+from workpool.clock import ManualClock
 
 PARENT = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}'
 CHILD = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}'
+SENDER = '{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}'
 LINK = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","link":true}'
 
 
@@ -66,3 +70,26 @@ async def test_a_batch_callback_stores_the_context_its_hook_carries(backend: Bac
     assert await backend.finish([Finish(claimed.lease, "succeeded", output="1")], 101.0) == [True]
     fired = await claim_one(backend, 101.0, queues=["hooks"])
     assert (fired.workflow, fired.trace_context) == ("summary", LINK)
+
+
+async def test_the_claim_after_an_event_woke_the_run_names_the_sender(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    run_id = await waiting_run(backend, now)
+    first = await fetch(backend, run_id)
+    assert await backend.send_event(run_id, KEY, "1", now + 1, trace_context=SENDER) == "sent"
+    resumed = await claim_one(backend, now + 2)
+    assert resumed.lease.run_id == run_id
+    # The claim it applies to, then the sender's context: the claim that the wake-up made.
+    assert resumed.woken_by == f"{first.executions + 1} {SENDER}"
+    assert resumed.fence == first.executions + 1
+
+
+async def test_an_event_that_wakes_nothing_stores_no_sender(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    run_id = await enqueue(backend, new_run(now), now)
+    assert await backend.send_event(run_id, KEY, "1", now, trace_context=SENDER) == "sent"
+    assert (await claim_one(backend, now)).woken_by is None

@@ -38,8 +38,8 @@ async def test_one_trace_from_the_callers_span_through_every_execution(
     every = [recorded(span) for span in spans.get_finished_spans()]
     tree = render(every)
     trace_id = f"{root.get_span_context().trace_id:032x}"
-    callback = named(every, "process notify")
-    in_trace = [span for span in every if span not in callback]
+    elsewhere = [*named(every, "process notify"), *named(every, "send_event approve")]
+    in_trace = [span for span in every if span not in elsewhere]
     assert {span.trace_id for span in in_trace} == {trace_id}, tree
 
     [send] = named(every, "send order")
@@ -95,8 +95,15 @@ async def test_one_trace_from_the_callers_span_through_every_execution(
     assert all(charge_step in ancestors(span, every) for span in grandchild)
     assert all(root_span(span, every).name == "checkout" for span in in_trace)
 
+    # The event's sender is linked from the execution it woke, and from no other.
+    [sent] = named(every, "send_event approve")
+    assert sent.kind == "PRODUCER"
+    assert sent.attributes["workpool.run_id"] == handle.id
+    assert executions[4].links == [sent.span_id]
+    assert all(not span.links for span in executions[:4])
+
     # The completion callback: a trace of its own, linked to the run's enqueue.
-    [hooked] = callback
+    [hooked] = named(every, "process notify")
     assert hooked.trace_id != trace_id
     assert hooked.links == [send.span_id]
 
@@ -164,6 +171,10 @@ async def test_errors_timeouts_and_cancels_say_so(
     [cancel] = named(every, "process endless")
     assert cancel.attributes["workpool.outcome"] == "canceled"
     assert "canceled" in cancel.events
+    [request] = named(every, "cancel")
+    assert request.kind == "CLIENT"
+    assert request.attributes["workpool.run_id"] == canceled.id
+    assert request.attributes["workpool.cancel.result"] == "requested"
 
 
 async def test_no_span_without_a_tracer_provider(pool: Workpool) -> None:

@@ -49,7 +49,12 @@ async def test_one_trace_from_the_tests_span_to_the_grandchild_in_a_worker_proce
     await pool.send_event(handle.id, "approve", "ana")
     assert await pool.handle(handle.id).result(timeout=60) == "42 approved by ana"
 
-    mine = [recorded(span) for span in spans.get_finished_spans()]
+    [sent] = [
+        recorded(span)
+        for span in spans.get_finished_spans()
+        if span.kind.name == "PRODUCER" and span.name.startswith("send_event")
+    ]
+    mine = [recorded(span) for span in spans.get_finished_spans() if span.name != sent.name]
     theirs = exported(workers)
     every = mine + theirs
     tree = render(every)
@@ -58,6 +63,7 @@ async def test_one_trace_from_the_tests_span_to_the_grandchild_in_a_worker_proce
     assert {document["pid"] for document in span_file.read(spans_path(workers))} != {os.getpid()}
     executions = named(theirs, "process order")
     assert [span.attributes["workpool.attempt"] for span in executions] == [1, 2, 2, 2, 2], tree
+    assert [span.links for span in executions] == [[], [], [], [], [sent.span_id]], tree
     [grandchild] = named(theirs, "process ledger")
     assert [span.name for span in reversed(ancestors(grandchild, every))] == [
         "checkout",

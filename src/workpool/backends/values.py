@@ -340,6 +340,10 @@ class ClaimedRun:
     """The batch the run belongs to, if any."""
     trace_context: str | None = None
     """``NewRun.trace_context``, as stored."""
+    woken_by: str | None = None
+    """``"<claim> <trace context>"``: the ``trace_context`` given to the ``send_event``
+    that last woke the run, after the number of the claim that wake-up led to (compare
+    ``fence``: an older one is not this execution's); None if none did."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -121,8 +121,10 @@ async def execute(
         workflow=claimed.workflow,
         queue=claimed.queue,
         attempt=claimed.attempt,
-        stored=claimed.trace_context,
+        trace_context=claimed.trace_context,
         links_only=env.trace_links,
+        woken_by=claimed.woken_by,
+        claim=claimed.fence,
     ) as span:
         try:
             finish = await _execute(workflow, claimed, ctx, env, traced=True)

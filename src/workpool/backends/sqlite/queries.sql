@@ -97,7 +97,7 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -701,6 +701,10 @@ DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
 -- name: event_target
 -- Status of run :id and the event keys its suspension waits on (no row: unknown id).
 SELECT status, awaited_events FROM runs WHERE id = :id;
+
+-- name: set_woken_by
+-- Run :id was woken by an event sent with :trace_context: its next claim names it.
+UPDATE runs SET woken_by = (claims + 1) || ' ' || :trace_context WHERE id = :id;
 
 -- name: event_id_seen
 -- A row if run :run_id was sent an event named :event_id.

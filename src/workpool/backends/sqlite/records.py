@@ -138,6 +138,7 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         elapsed=number(row, "attempt_time"),
         batch_id=optional_text(row, "batch_id"),
         trace_context=optional_text(row, "trace_context"),
+        woken_by=optional_text(row, "woken_by"),
     )
 
 

@@ -160,7 +160,7 @@ def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated, timeout, elapsed, batch_id, trace_context = row[9:]
+    steps, claims, isolated, timeout, elapsed, batch_id, trace_context, woken_by = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -177,6 +177,7 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         elapsed=float(elapsed),
         batch_id=batch_id,
         trace_context=trace_context,
+        woken_by=woken_by,
     )
 
 

@@ -4,13 +4,13 @@
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil, created_at,
 --     available_at, has_steps (1 or 0), claims (its fencing token), isolated (1 or 0),
 --     timeout or nil, elapsed (seconds this attempt ran before it was suspended),
---     batch id or nil, trace context or nil }
+--     batch id or nil, trace context or nil, woken_by or nil }
 
 -- Lease one run (already out of its ready set) to this worker; append it to reply.
 local function start(claim, run_id, queue, reply, isolated)
   local run = redis.call('HMGET', run_key(run_id), 'attempts', 'workflow', 'queue', 'input',
     'retry', 'created_at', 'available_at', 'claims', 'has_steps', 'resuming', 'timeout',
-    'attempt_time', 'batch', 'trace')
+    'attempt_time', 'batch', 'trace', 'woken_by')
   -- A resumed run claims the same attempt again (its time so far counts): the claim
   -- count keeps tokens unique. A new attempt starts with no time.
   local attempt = tonumber(run[1]) + (run[10] and 0 or 1)
@@ -24,5 +24,6 @@ local function start(claim, run_id, queue, reply, isolated)
   zadd_later(queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
   reply[#reply + 1] = { run_id, token, attempt, run[2], run[3], run[4], run[5] or false,
     run[6], run[7], run[9] == '1' and 1 or 0, claims, isolated and 1 or 0, run[11] or false,
-    run[10] and run[12] or '0', run[13] or false, run[14] or false }
+    run[10] and run[12] or '0', run[13] or false, run[14] or false,
+    run[15] or false }
 end
