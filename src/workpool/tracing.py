@@ -16,6 +16,7 @@ runs of completion hooks and batch callbacks).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ __all__ = [
     "note",
     "processing",
     "record_error",
+    "refresh",
     "sending",
     "step_span",
     "stored",
@@ -55,20 +57,42 @@ __all__ = [
 SYSTEM = "workpool"
 """``messaging.system`` of every span."""
 
+RECHECK_SECONDS = 1.0
+"""While no provider is set, how often ``tracer()`` looks again: the API's own look
+reads ``os.environ`` (microseconds), too much for every enqueue."""
+
 _provider: object = None
 """The provider ``_tracer`` was made from (the global one, when last looked at)."""
 _tracer: Tracer | None = None
+_look_again_at = 0.0
+"""While off: the monotonic time after which ``tracer()`` looks at the provider again."""
 _NO_SPAN: AbstractContextManager[None] = nullcontext()
 
 
 def tracer() -> Tracer | None:
     """workpool's tracer, or None while tracing is off (no API, no provider set).
 
-    Cheap enough for every enqueue and execution: one read of the global provider and,
-    while it is the same object as before, nothing else."""
+    Cheap enough for every enqueue and execution: while off, a clock read (the global
+    provider is looked at again once a second, so one set later is seen within a
+    second; ``refresh()`` makes it at once); while on, one read of the provider."""
+    global _look_again_at
+    if _tracer is None:
+        if not _API or time.monotonic() < _look_again_at:
+            return None
+        _look_again_at = time.monotonic() + RECHECK_SECONDS
+    return _current()
+
+
+def refresh() -> Tracer | None:
+    """Look at the global tracer provider now (after setting it later than the first
+    enqueue or execution, to trace at once); return ``tracer()``."""
+    global _look_again_at
+    _look_again_at = 0.0
+    return tracer()
+
+
+def _current() -> Tracer | None:
     global _provider, _tracer
-    if not _API:
-        return None
     provider = otel.get_tracer_provider()
     if provider is not _provider:
         _provider = provider

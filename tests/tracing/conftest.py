@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.util._once import Once
 
 from tests.integration.conftest import pool, workers
+from workpool import tracing
 
 __all__ = ["pool", "spans", "workers"]
 
@@ -32,6 +33,8 @@ def spans() -> Iterator[InMemorySpanExporter]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     unset_global_provider()
     trace.set_tracer_provider(provider)
+    tracing.refresh()  # not a second later: at once
     yield exporter
     provider.shutdown()
     unset_global_provider()
+    tracing.refresh()

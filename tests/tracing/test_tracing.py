@@ -8,13 +8,15 @@ import asyncio
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from tests.integration.conftest import fast_worker
 from tests.polling import wait_until
+from tests.tracing.conftest import unset_global_provider
 from tests.tracing.traced_app import define
 from tests.tracing.trees import Recorded, ancestors, named, recorded, render
-from workpool import RunContext, Workpool
+from workpool import RunContext, Workpool, tracing
 
 
 async def suspended_on_event(pool: Workpool, run_id: str) -> bool:
@@ -178,8 +180,6 @@ async def test_errors_timeouts_and_cancels_say_so(
 
 
 async def test_no_span_without_a_tracer_provider(pool: Workpool) -> None:
-    from workpool import tracing
-
     @pool.workflow()
     async def quiet(ctx: RunContext, _: None) -> bool:
         return trace.get_current_span().is_recording()
@@ -232,3 +232,14 @@ async def running(pool: Workpool, run_id: str) -> bool:
 
 async def ended(pool: Workpool, run_id: str) -> bool:
     return (await pool.get_run(run_id)).status in ("succeeded", "failed", "canceled")
+
+
+def test_a_provider_set_later_is_seen_when_tracing_looks_again() -> None:
+    assert tracing.refresh() is None
+    trace.set_tracer_provider(TracerProvider())
+    try:
+        assert tracing.tracer() is None  # off until it looks again (not on every call)
+        assert tracing.refresh() is not None
+    finally:
+        unset_global_provider()
+        tracing.refresh()
