@@ -20,9 +20,7 @@ environment and signals live in ``environment.py``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -32,8 +30,8 @@ from typing import Any, NoReturn
 
 from workpool import tracing
 from workpool.backends.base import NewRun, StepKind, StepRecord
-from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
+from workpool.engine.children import child_result, child_run
 from workpool.engine.environment import (
     LeaseLost,
     StepEnvironment,
@@ -46,11 +44,8 @@ from workpool.errors import (
     DuplicateStepError,
     NonRetriableError,
     PayloadError,
-    RunCanceledError,
-    RunFailedError,
     StepTimeoutError,
 )
-from workpool.models import RunError
 from workpool.serialization import check_size, error_json, from_json, to_json
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
@@ -181,7 +176,7 @@ class Steps:
                     )
                     raise error
                 await self._suspend_until(saved.child_run_id, saved.wake_at)
-            return _child_result(saved, child)
+            return child_result(saved, child)
 
     async def emit_workflow(
         self,
@@ -367,24 +362,11 @@ class Steps:
         """Save ``step`` with the child run it starts (with tracing on, in a PRODUCER span
         whose context the child keeps: its executions are under this step)."""
         child_name = child.name if isinstance(child, Workflow) else child
-        if options.get("idempotency_key") is None:
-            options["idempotency_key"] = self._child_key(step.name, child_name)
-        prepared = prepare_run(self._env.registry, child, input, **options)
         with tracing.sending([child_name]) as sending:
-            new_run = build_new_run(
-                self._env.registry,
-                self._env.settings,
-                prepared,
-                self._now(),
-                trace_context=sending.context,
-            )
+            new_run = child_run(self._env, step.name, (child, input), options, sending.context)
             saved = await self._save(step, new_run)
             sending.sent([(saved.child_run_id or new_run.id, new_run.queue, new_run.priority)])
         return saved
-
-    def _child_key(self, step: str, child: str) -> str:
-        digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
-        return f"step:{self._run_id}:{digest}"
 
     async def _call(
         self,
@@ -462,16 +444,3 @@ class Steps:
     @property
     def _limit(self) -> int:
         return self._env.settings.max_payload_bytes
-
-
-def _child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:
-    child_id = saved.child_run_id or "?"
-    if saved.status == "succeeded":
-        value = from_json(saved.output)
-        if isinstance(child, Workflow) and child.output_adapter is not None:
-            return child.output_adapter.validate_python(value)
-        return value
-    error = RunError.model_validate(from_json(saved.error) or {"type": "?", "message": ""})
-    if saved.status == "canceled":
-        raise RunCanceledError(child_id, error.message or None)
-    raise RunFailedError(child_id, error)
