@@ -243,3 +243,21 @@ def test_a_provider_set_later_is_seen_when_tracing_looks_again() -> None:
     finally:
         unset_global_provider()
         tracing.refresh()
+
+
+def test_a_sync_callers_span_is_the_enqueue_spans_parent(
+    backend_url: str, spans: InMemorySpanExporter
+) -> None:
+    pool = Workpool(backend_url, app="tests")
+    try:
+
+        @pool.workflow()
+        async def hello(ctx: RunContext, name: str) -> str:
+            return name
+
+        with trace.get_tracer("test").start_as_current_span("view") as view:
+            hello.run_sync("ana")  # through the portal's loop
+    finally:
+        pool.close()
+    [send] = [recorded(span) for span in spans.get_finished_spans() if span.name == "send hello"]
+    assert send.parent_id == f"{view.get_span_context().span_id:016x}"
