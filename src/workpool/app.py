@@ -52,6 +52,9 @@ class Workpool(Client):
             this long for a worker that defines its workflow on its queue, while no
             live worker does; None (the default) lets it wait. Applied by the worker
             doing the housekeeping, like ``retention``.
+        trace_links: with OpenTelemetry tracing on (README "Tracing"), each execution
+            of a run starts a trace of its own, linked to the span that enqueued the
+            run, instead of being that span's child (the default). Read by workers.
     """
 
     def __init__(
@@ -67,6 +70,7 @@ class Workpool(Client):
         log_level: str | None = None,
         retention: timedelta | float | None = DEFAULT_RETENTION,
         fail_unserved_after: timedelta | float | None = None,
+        trace_links: bool = False,
     ) -> None:
         apply_level(log_level)
         settings = Settings.resolve(
@@ -79,6 +83,7 @@ class Workpool(Client):
             clock=clock,
             retention=retention,
             fail_unserved_after=fail_unserved_after,
+            trace_links=trace_links,
         )
         super().__init__(Registry(), settings)
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
+from workpool import tracing
 from workpool.backends import open_backend
 from workpool.backends.base import (
     TERMINAL_STATES,
@@ -31,7 +32,7 @@ from workpool.backends.base import (
     WorkflowInfo,
 )
 from workpool.batches import Batch
-from workpool.builder import batch_callback, build_new_run, new_run_id, prepare_run
+from workpool.builder import batch_callback, build_new_run, new_run_id, prepare_run, sent_runs
 from workpool.coalescing import LoopBatchers
 from workpool.decoding import (
     registered_workflow,
@@ -121,11 +122,25 @@ class Client:
         event loop (``Workflow.run`` included, and the ``*_sync`` twins, which share the
         portal's loop) are written together: group commit (``workpool.coalescing``).
         """
+        if tracing.tracer() is not None:
+            with tracing.sending([run.workflow for run in runs]) as sending:
+                return await self._enqueue(runs, sending)
+        return await self._enqueue(runs, None)
+
+    async def _enqueue(
+        self, runs: Sequence[PreparedRun], sending: tracing.Sending | None
+    ) -> list[RunHandle[Any]]:
         now = self.settings.clock.now()
-        new_runs = [build_new_run(self.registry, self.settings, run, now) for run in runs]
+        trace = None if sending is None else sending.context
+        new_runs = [
+            build_new_run(self.registry, self.settings, run, now, trace_context=trace)
+            for run in runs
+        ]
         if not new_runs:
             return []
         stored = await self._batchers.enqueue(new_runs, now)
+        if sending is not None:
+            sending.sent(sent_runs(new_runs, stored))
         return self._handles(runs, new_runs, stored)
 
     def _handles(
@@ -160,13 +175,17 @@ class Client:
         idempotency key finds elsewhere is returned but not counted in the batch.
         """
         check_completion(on_complete, context)
-        now = self.settings.clock.now()
-        batch_id = new_run_id(now)
-        callback = None
-        if on_complete is not None:
-            callback = batch_callback(self.registry, self.settings, on_complete, context)
-        new_batch = NewBatch(batch_id, callback, open=bool(open))
-        return Batch(self, batch_id, await self._store_in_batch(batch_id, runs, new_batch))
+        with tracing.sending([run.workflow for run in runs], batch=True) as sending:
+            now = self.settings.clock.now()
+            batch_id = new_run_id(now)
+            callback = None
+            if on_complete is not None:
+                callback = batch_callback(
+                    self.registry, self.settings, on_complete, context, sending.context
+                )
+            new_batch = NewBatch(batch_id, callback, open=bool(open))
+            stored = await self._store_in_batch(batch_id, runs, new_batch, sending)
+            return Batch(self, batch_id, stored)
 
     async def add_to_batch(
         self, batch_id: str, runs: Sequence[PreparedRun]
@@ -176,19 +195,34 @@ class Client:
         closed and ``BatchNotFoundError`` for an unknown id, storing nothing. Give each
         run an idempotency key to make an add that may be repeated (a handler's, on a
         retry) store each run once."""
-        return await self._store_in_batch(check_name(batch_id, what="batch id"), runs, None)
+        checked = check_name(batch_id, what="batch id")
+        with tracing.sending([run.workflow for run in runs], batch=True) as sending:
+            return await self._store_in_batch(checked, runs, None, sending)
 
     async def _store_in_batch(
-        self, batch_id: str, runs: Sequence[PreparedRun], new_batch: NewBatch | None
+        self,
+        batch_id: str,
+        runs: Sequence[PreparedRun],
+        new_batch: NewBatch | None,
+        sending: tracing.Sending,
     ) -> list[RunHandle[Any]]:
         """One enqueue of runs with their batch (creating it with ``new_batch``). Not
         coalesced with other enqueues: the backend may refuse it whole."""
         now = self.settings.clock.now()
         new_runs = [
-            build_new_run(self.registry, self.settings, run, now, batch_id=batch_id) for run in runs
+            build_new_run(
+                self.registry,
+                self.settings,
+                run,
+                now,
+                batch_id=batch_id,
+                trace_context=sending.context,
+            )
+            for run in runs
         ]
         backend = await self.backend()
         stored = await backend.enqueue(new_runs, now, batch=new_batch)
+        sending.sent(sent_runs(new_runs, stored))
         return self._handles(runs, new_runs, stored)
 
     async def get_batch(self, batch_id: str) -> Batch:
@@ -387,7 +421,12 @@ class Client:
         )
         backend = await self.backend()
         now = self.settings.clock.now()
-        result = await backend.send_event(run_id, key, text, now, event_id)
+        attributes = {"workpool.event": key, "messaging.operation.type": "send"}
+        with tracing.calling("send_event", f"send_event {key}", run_id, attributes) as span:
+            result = await backend.send_event(
+                run_id, key, text, now, event_id, tracing.stored(span)
+            )
+            tracing.annotate(span, {"workpool.event.result": result})
         if result == "duplicate":
             return False
         if result == "not_found":
@@ -455,7 +494,9 @@ class Client:
         Returns ``"canceled"``, ``"requested"`` (running) or ``"finished"``.
         """
         backend = await self.backend()
-        result = await backend.cancel(run_id, reason, self.settings.clock.now())
+        with tracing.calling("cancel", "cancel", run_id, {}) as span:
+            result = await backend.cancel(run_id, reason, self.settings.clock.now())
+            tracing.annotate(span, {"workpool.cancel.result": result})
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")
         return result

@@ -421,7 +421,13 @@ class Backend(Protocol):
         ...
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """Store an event for a run, in ONE atomic operation.
 
@@ -434,7 +440,9 @@ class Backend(Protocol):
         ``key`` (``Finish.events``), it becomes ``queued`` now as when an awaited child
         ends: out of its timer, through its rate limits and gate, its queue's workers
         woken. Events are kept until taken or until ``purge`` deletes the run; ``rerun``
-        does not copy them.
+        does not copy them. A run woken so, with a ``trace_context`` (opaque text: the
+        sender's span), stores it in the same operation, and its next claim returns it
+        as ``ClaimedRun.woken_by``.
         """
         ...
 

@@ -59,6 +59,8 @@ class CompletionHook:
     """The hook run's ``priority`` (see ``NewRun``)."""
     rank_offset: float = 0.0
     """The hook run's ``rank_offset`` (see ``NewRun``)."""
+    trace_context: str | None = None
+    """The hook run's ``trace_context`` (see ``NewRun``), stored with it as given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,11 @@ class NewRun:
     debounce_until: float | None = None
     """For a debounced run: the latest its start may move to (first enqueue + the most
     wait), or None (no limit)."""
+    trace_context: str | None = None
+    """Opaque text (the tracing module's: the W3C trace context of the span that
+    enqueued the run), stored in the enqueue's own write and returned by every claim
+    (``ClaimedRun.trace_context``); None: tracing was off. A debounce that collapses
+    into an earlier run, or an idempotency key that finds one, keeps the earlier's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +341,12 @@ class ClaimedRun:
     (0 for a new attempt), so a time limit counts execution, not waiting."""
     batch_id: str | None = None
     """The batch the run belongs to, if any."""
+    trace_context: str | None = None
+    """``NewRun.trace_context``, as stored."""
+    woken_by: str | None = None
+    """``"<claim> <trace context>"``: the ``trace_context`` given to the ``send_event``
+    that last woke the run, after the number of the claim that wake-up led to (compare
+    ``fence``: an older one is not this execution's); None if none did."""
 
 
 @dataclass(frozen=True, slots=True)

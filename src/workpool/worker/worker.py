@@ -91,6 +91,7 @@ class Worker:
             now=settings.clock.now,
             rng=random.Random(),
             max_payload_bytes=settings.max_payload_bytes,
+            trace_links=settings.trace_links,
         )
         self._background: asyncio.Task[None] | None = None
         self.cron = CronScheduler(registry, settings, self.id)

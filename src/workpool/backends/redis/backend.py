@@ -323,10 +323,18 @@ class RedisBackend:
         return None if stored is None else codec.decode_step(lease.run_id, step.name, stored)
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         check_now(now)
-        result = await self._scripts.send_event(codec.seconds(now), run_id, key, payload, event_id)
+        result = await self._scripts.send_event(
+            codec.seconds(now), run_id, key, payload, event_id, trace_context
+        )
         if result not in get_args(EventSent):
             raise RuntimeError(f"send_event.lua returned an unknown result {result!r}")
         return cast(EventSent, result)

@@ -251,10 +251,17 @@ class Scripts:
         return None if stored is None else str(stored)
 
     async def send_event(
-        self, now: str, run_id: str, key: str, payload: str, event_id: str | None
+        self,
+        now: str,
+        run_id: str,
+        key: str,
+        payload: str,
+        event_id: str | None,
+        trace_context: str | None,
     ) -> str:
         """'sent', 'duplicate', 'not_found' or 'finished'."""
-        return str(await self._send_event([now, run_id, key, payload, event_id or ""]))
+        arguments = [now, run_id, key, payload, event_id or "", trace_context or ""]
+        return str(await self._send_event(arguments))
 
     async def set_event(self, lease: tuple[str, str], key: str, value: str) -> bool:
         """Whether the lease was held and the value stored."""

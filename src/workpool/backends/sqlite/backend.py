@@ -182,11 +182,19 @@ class SQLiteBackend:
         return await self._transact(lambda operations: operations.take_event(lease, step, key, now))
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """See ``Backend.send_event``."""
         return await self._transact(
-            lambda operations: operations.send_event(run_id, key, payload, now, event_id)
+            lambda operations: operations.send_event(
+                run_id, key, payload, now, event_id, trace_context
+            )
         )
 
     async def set_event(self, lease: Lease, key: str, value: str) -> bool:

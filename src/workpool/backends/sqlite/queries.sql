@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset
+    rank_offset, trace_context
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset
+    :priority, :rank_offset, :trace_context
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -116,7 +116,7 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -740,6 +740,10 @@ DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
 -- name: event_target
 -- Status of run :id and the event keys its suspension waits on (no row: unknown id).
 SELECT status, awaited_events FROM runs WHERE id = :id;
+
+-- name: set_woken_by
+-- Run :id was woken by an event sent with :trace_context: its next claim names it.
+UPDATE runs SET woken_by = (claims + 1) || ' ' || :trace_context WHERE id = :id;
 
 -- name: event_id_seen
 -- A row if run :run_id was sent an event named :event_id.

@@ -184,6 +184,8 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
         timeout=optional_number(row, "timeout"),
         elapsed=number(row, "attempt_time"),
         batch_id=optional_text(row, "batch_id"),
+        trace_context=optional_text(row, "trace_context"),
+        woken_by=optional_text(row, "woken_by"),
     )
 
 
@@ -239,7 +241,11 @@ def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str | None:
 def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     """The ``hooks`` column: a JSON list of objects; context and retry kept as text."""
     fields = (*_HOOK_FIELDS, "max_concurrency", "priority", "rank_offset")
-    return json.dumps([{field: getattr(hook, field) for field in fields} for hook in hooks])
+    items = [{field: getattr(hook, field) for field in fields} for hook in hooks]
+    for item, hook in zip(items, hooks, strict=True):
+        if hook.trace_context is not None:  # (only while tracing: kept out of other rows)
+            item["trace_context"] = hook.trace_context
+    return json.dumps(items)
 
 
 def decode_hooks(row: sqlite3.Row, field: str = "hooks") -> list[CompletionHook]:
@@ -266,8 +272,19 @@ def _hook(item: dict[str, Any]) -> CompletionHook:
     offset = item.get("rank_offset", 0.0)
     if type(priority) is not int or not isinstance(offset, int | float):
         raise TypeError("hook priority must be an integer, rank_offset a number")
+    trace_context = item.get("trace_context")
+    if not (trace_context is None or isinstance(trace_context, str)):
+        raise TypeError("hook trace_context must be text or null")
     return CompletionHook(
-        workflow, queue, context, retry, on_failure_only, limit, priority, float(offset)
+        workflow,
+        queue,
+        context,
+        retry,
+        on_failure_only,
+        limit,
+        priority,
+        float(offset),
+        trace_context,
     )
 
 

@@ -31,7 +31,7 @@ from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 
-RUN_FIELDS = 19
+RUN_FIELDS = 20
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -64,6 +64,7 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             *rank_fields(run.priority, run.rank_offset),
             run.debounce_key or "",
             "" if run.debounce_until is None else seconds(run.debounce_until),
+            run.trace_context or "",
         )
     return args
 
@@ -116,6 +117,8 @@ def _encode_hook(hook: CompletionHook) -> dict[str, Any]:
         item["priority"] = priority  # strings, stored into the hook run's hash as they are
     if offset:
         item["rank_offset"] = offset
+    if hook.trace_context is not None:
+        item["trace"] = hook.trace_context
     return item
 
 
@@ -159,7 +162,7 @@ def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated, timeout, elapsed, batch_id = row[9:]
+    steps, claims, isolated, timeout, elapsed, batch_id, trace_context, woken_by = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -175,6 +178,8 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         timeout=None if timeout is None else float(timeout),
         elapsed=float(elapsed),
         batch_id=batch_id,
+        trace_context=trace_context,
+        woken_by=woken_by,
     )
 
 

@@ -148,6 +148,7 @@ class Batches(Checking):
             timeout=None,
             priority=hook.priority,
             rank_offset=hook.rank_offset,
+            trace_context=hook.trace_context,
         )
         if inserted.rowcount:
             self.woken.add(hook.queue)

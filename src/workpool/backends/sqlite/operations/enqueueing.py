@@ -78,6 +78,7 @@ class Enqueueing(Batches):
             timeout=run.timeout,
             priority=run.priority,
             rank_offset=run.rank_offset,
+            trace_context=run.trace_context,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)

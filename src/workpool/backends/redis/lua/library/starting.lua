@@ -4,9 +4,10 @@
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil, created_at,
 --     available_at, has_steps (1 or 0), claims (its fencing token), isolated (1 or 0),
 --     timeout or nil, elapsed (seconds this attempt ran before it was suspended),
---     batch id or nil }
+--     batch id or nil, trace context or nil, woken_by or nil }
 
-local STARTED_FIELDS = { 'input', 'retry', 'has_steps', 'resuming', 'batch' }
+local STARTED_FIELDS = { 'input', 'retry', 'has_steps', 'resuming', 'batch', 'trace',
+  'woken_by' }
 
 -- Lease one run (already out of its ready set) to this worker; append it to reply and
 -- return true. A run whose record is corrupt, or not queued, is set aside (false).
@@ -39,6 +40,7 @@ local function start(claim, run_id, queue, workflow, reply, isolated)
   reply[#reply + 1] = { run_id, token, attempt, workflow, queue, run[1], run[2] or false,
     checked.created_at, checked.available_at, run[3] == '1' and 1 or 0, claims,
     isolated and 1 or 0, checked.timeout or false,
-    resuming and checked.attempt_time or '0', run[5] or false }
+    resuming and checked.attempt_time or '0', run[5] or false,
+    run[6] or false, run[7] or false }
   return true
 end
