@@ -61,8 +61,11 @@ def shop(url: str) -> Workpool:
             "charge", charge_card, {"amount_cents": 4200 + len(items)}
         )
         await ctx.step.emit_workflow("receipt", send_receipt, order_id)
+        await ctx.set_event("stage", "cooling off")
         await ctx.step.sleep("cooling-off", timedelta(seconds=1))
         label = await ctx.step.run("ship", ship, order_id)
+        await ctx.set_event("stage", "shipped")
+        await ctx.set_event("tracking", {"carrier": "PostNord", "parcel": f"PN-{order_id}"})
         return f"{payment}, {label}"
 
     @pool.workflow(queue="reports", cron=[Cron("*/5 * * * *")])

@@ -54,6 +54,9 @@ class Workpool(Client):
             this long for a worker that defines its workflow on its queue, while no
             live worker does; None (the default) lets it wait. Applied by the worker
             doing the housekeeping, like ``retention``.
+        trace_links: with OpenTelemetry tracing on (README "Tracing"), each execution
+            of a run starts a trace of its own, linked to the span that enqueued the
+            run, instead of being that span's child (the default). Read by workers.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class Workpool(Client):
         log_level: str | None = None,
         retention: timedelta | float | None = DEFAULT_RETENTION,
         fail_unserved_after: timedelta | float | None = None,
+        trace_links: bool = False,
     ) -> None:
         apply_level(log_level)
         settings = Settings.resolve(
@@ -81,6 +85,7 @@ class Workpool(Client):
             clock=clock,
             retention=retention,
             fail_unserved_after=fail_unserved_after,
+            trace_links=trace_links,
         )
         super().__init__(Registry(), settings)
 
@@ -191,7 +196,9 @@ class Workpool(Client):
                 across every worker (optionally per key); runs over it wait for their
                 start time without using an attempt.
             cron: ``Cron`` triggers; one worker of the pool (the leader) starts a run at
-                each tick. A tick is skipped while the workflow is at max_concurrency.
+                each tick, unless the trigger's ``overlap`` policy skips it while the
+                trigger's own previous run is active (see ``Cron``); a started tick
+                waits at max_concurrency like any run.
             timeout: the longest one attempt may execute (timedelta or seconds; None:
                 no limit); over it the attempt fails with ``RunTimeoutError`` and the
                 retry policy decides. A run's own ``timeout=`` wins.

@@ -6,11 +6,13 @@ here, from plain values: nothing in it knows the pool.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from workpool.backends.base import CompletionHook, NewRun, RateLimitSpec
+from workpool.backends.base import CompletionHook, Enqueued, NewRun, RateLimitSpec
 from workpool.definitions import PreparedRun, RunOptions, Workflow, run_options
 from workpool.errors import ConfigurationError
 from workpool.options import RateLimit, RetryPolicy
@@ -18,6 +20,7 @@ from workpool.registry import Registry
 from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, to_json
 from workpool.settings import Settings
+from workpool.tracing import link_context
 from workpool.validation import (
     STRICT_STEP,
     check_name,
@@ -34,6 +37,7 @@ __all__ = [
     "new_run_id",
     "prepare_run",
     "rank_offset",
+    "sent_runs",
     "stored_retry",
 ]
 
@@ -85,9 +89,12 @@ def build_new_run(
     now: float,
     *,
     batch_id: str | None = None,
+    trace_context: str | None = None,
 ) -> NewRun:
     """Resolve queue, retry policy, start time and completion hooks of a prepared run:
-    the one way a run is made, by the client, the engine (children) and cron (ticks)."""
+    the one way a run is made, by the client, the engine (children) and cron (ticks).
+    ``trace_context``: the stored context of the span that enqueues it (its hooks' runs
+    keep it as a link)."""
     options = prepared.options
     if batch_id is not None and options.debounce is not None:
         raise ConfigurationError(
@@ -118,7 +125,7 @@ def build_new_run(
         input=prepared.input_json,
         available_at=_available_at(options, now),
         retry=stored_retry(retry),
-        hooks=_hooks(registry, settings, options, definition),
+        hooks=_hooks(registry, settings, options, definition, trace_context),
         idempotency_key=options.idempotency_key,
         idempotency_ttl=ttl,
         max_concurrency=definition.max_concurrency if definition is not None else None,
@@ -134,16 +141,33 @@ def build_new_run(
         if options.debounce is None
         else options.debounce_key or prepared.workflow,
         debounce_until=debounce_until,
+        trace_context=trace_context,
     )
 
 
+def sent_runs(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> list[tuple[str, str, int]]:
+    """(id, queue, priority) of each run of an enqueue, as its span (``tracing.Sending``)
+    describes them: the id stored, which an idempotency key may have found."""
+    return [
+        (outcome.run_id, run.queue, run.priority) for run, outcome in zip(runs, stored, strict=True)
+    ]
+
+
 def batch_callback(
-    registry: Registry, settings: Settings, on_complete: Workflow[Any, Any] | str, context: Any
+    registry: Registry,
+    settings: Settings,
+    on_complete: Workflow[Any, Any] | str,
+    context: Any,
+    trace_context: str | None = None,
 ) -> CompletionHook:
-    """The completion hook a batch's ``on_complete`` becomes, with its ``context``."""
+    """The completion hook a batch's ``on_complete`` becomes, with its ``context``
+    (``trace_context``: of the span that stores the batch, kept as a link)."""
     context_json = to_json(context, what="batch on_complete context")
     check_size(context_json, what="batch on_complete context", limit=settings.max_payload_bytes)
-    return _hook(registry, settings, on_complete, context_json, on_failure_only=False)
+    hook = _hook(registry, settings, on_complete, context_json, on_failure_only=False)
+    if trace_context is None:
+        return hook
+    return dataclasses.replace(hook, trace_context=link_context(trace_context))
 
 
 def _rate_limits(
@@ -181,6 +205,7 @@ def _hooks(
     settings: Settings,
     options: RunOptions,
     definition: Workflow[Any, Any] | None,
+    trace_context: str | None,
 ) -> tuple[CompletionHook, ...]:
     hooks = []
     if options.on_complete is not None:
@@ -189,6 +214,9 @@ def _hooks(
         hooks.append(_hook(registry, settings, options.on_complete, context, on_failure_only=False))
     if definition is not None and isinstance(definition.on_failure, Workflow):
         hooks.append(_hook(registry, settings, definition.on_failure, "null", on_failure_only=True))
+    if trace_context is not None and hooks:
+        link = link_context(trace_context)
+        return tuple(dataclasses.replace(hook, trace_context=link) for hook in hooks)
     return tuple(hooks)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, get_args
 
+from workpool import tracing
 from workpool.backends import open_backend
 from workpool.backends.base import (
     TERMINAL_STATES,
@@ -31,13 +32,14 @@ from workpool.backends.base import (
     WorkflowInfo,
 )
 from workpool.batches import Batch
-from workpool.builder import batch_callback, build_new_run, new_run_id, prepare_run
+from workpool.builder import batch_callback, build_new_run, new_run_id, prepare_run, sent_runs
 from workpool.coalescing import LoopBatchers
 from workpool.decoding import (
     registered_workflow,
     require_batch,
     require_run,
     run_from_record,
+    skipped_tick,
     step_from_record,
 )
 from workpool.definitions import PreparedRun, Workflow, check_completion
@@ -49,14 +51,15 @@ from workpool.errors import (
 )
 from workpool.handles import RunHandle
 from workpool.loops import LoopBackends
-from workpool.models import RegisteredWorkflow, Run, RunList, RunState, Step
+from workpool.models import RegisteredWorkflow, Run, RunList, RunState, SkippedTick, Step
 from workpool.options import RetryPolicy
 from workpool.registry import Registry, check_parallelism
 from workpool.serialization import check_size, from_json, to_json
 from workpool.settings import Settings
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import Portal, sync_twin
-from workpool.validation import as_timedelta, check_name, duration_seconds
+from workpool.validation import as_timedelta, check_name, duration_seconds, short_repr
+from workpool.waiting import waiting_reason
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
@@ -119,11 +122,25 @@ class Client:
         event loop (``Workflow.run`` included, and the ``*_sync`` twins, which share the
         portal's loop) are written together: group commit (``workpool.coalescing``).
         """
+        if tracing.tracer() is not None:
+            with tracing.sending([run.workflow for run in runs]) as sending:
+                return await self._enqueue(runs, sending)
+        return await self._enqueue(runs, None)
+
+    async def _enqueue(
+        self, runs: Sequence[PreparedRun], sending: tracing.Sending | None
+    ) -> list[RunHandle[Any]]:
         now = self.settings.clock.now()
-        new_runs = [build_new_run(self.registry, self.settings, run, now) for run in runs]
+        trace = None if sending is None else sending.context
+        new_runs = [
+            build_new_run(self.registry, self.settings, run, now, trace_context=trace)
+            for run in runs
+        ]
         if not new_runs:
             return []
         stored = await self._batchers.enqueue(new_runs, now)
+        if sending is not None:
+            sending.sent(sent_runs(new_runs, stored))
         return self._handles(runs, new_runs, stored)
 
     def _handles(
@@ -158,13 +175,17 @@ class Client:
         idempotency key finds elsewhere is returned but not counted in the batch.
         """
         check_completion(on_complete, context)
-        now = self.settings.clock.now()
-        batch_id = new_run_id(now)
-        callback = None
-        if on_complete is not None:
-            callback = batch_callback(self.registry, self.settings, on_complete, context)
-        new_batch = NewBatch(batch_id, callback, open=bool(open))
-        return Batch(self, batch_id, await self._store_in_batch(batch_id, runs, new_batch))
+        with tracing.sending([run.workflow for run in runs], batch=True) as sending:
+            now = self.settings.clock.now()
+            batch_id = new_run_id(now)
+            callback = None
+            if on_complete is not None:
+                callback = batch_callback(
+                    self.registry, self.settings, on_complete, context, sending.context
+                )
+            new_batch = NewBatch(batch_id, callback, open=bool(open))
+            stored = await self._store_in_batch(batch_id, runs, new_batch, sending)
+            return Batch(self, batch_id, stored)
 
     async def add_to_batch(
         self, batch_id: str, runs: Sequence[PreparedRun]
@@ -174,19 +195,34 @@ class Client:
         closed and ``BatchNotFoundError`` for an unknown id, storing nothing. Give each
         run an idempotency key to make an add that may be repeated (a handler's, on a
         retry) store each run once."""
-        return await self._store_in_batch(check_name(batch_id, what="batch id"), runs, None)
+        checked = check_name(batch_id, what="batch id")
+        with tracing.sending([run.workflow for run in runs], batch=True) as sending:
+            return await self._store_in_batch(checked, runs, None, sending)
 
     async def _store_in_batch(
-        self, batch_id: str, runs: Sequence[PreparedRun], new_batch: NewBatch | None
+        self,
+        batch_id: str,
+        runs: Sequence[PreparedRun],
+        new_batch: NewBatch | None,
+        sending: tracing.Sending,
     ) -> list[RunHandle[Any]]:
         """One enqueue of runs with their batch (creating it with ``new_batch``). Not
         coalesced with other enqueues: the backend may refuse it whole."""
         now = self.settings.clock.now()
         new_runs = [
-            build_new_run(self.registry, self.settings, run, now, batch_id=batch_id) for run in runs
+            build_new_run(
+                self.registry,
+                self.settings,
+                run,
+                now,
+                batch_id=batch_id,
+                trace_context=sending.context,
+            )
+            for run in runs
         ]
         backend = await self.backend()
         stored = await backend.enqueue(new_runs, now, batch=new_batch)
+        sending.sent(sent_runs(new_runs, stored))
         return self._handles(runs, new_runs, stored)
 
     async def get_batch(self, batch_id: str) -> Batch:
@@ -297,8 +333,11 @@ class Client:
             raise ValueError(
                 f"unknown run status {status!r}: use one of {', '.join(sorted(RUN_STATES))}"
             )
-        if not 1 <= limit <= MAX_PAGE:
-            raise ValueError(f"limit must be between 1 and {MAX_PAGE}, not {limit}")
+        wanted: object = limit  # typed int, but callers pass anything
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or not 1 <= wanted <= MAX_PAGE:
+            raise ValueError(
+                f"limit must be between 1 and {MAX_PAGE} (a whole number), not {short_repr(limit)}"
+            )
         backend = await self.backend()
         page = await backend.list_runs(status, workflow, queue, limit, cursor)
         return RunList(runs=[run_from_record(record) for record in page.runs], cursor=page.cursor)
@@ -330,26 +369,32 @@ class Client:
 
     async def waiting_reason(self, run: Run) -> str | None:
         """Why a pending run has not started, if something other than a busy worker
-        holds it: no live worker defines its workflow on its queue, or its queue is
-        paused. None for runs that are not pending."""
-        if run.status not in ("queued", "scheduled"):
-            return None
-        workers = await self.live_workers()
-        if not any(worker.serves(run.queue, run.workflow) for worker in workers):
-            return (
-                f"waiting: no worker defines workflow {run.workflow!r} on queue "
-                f"{run.queue!r} ({len(workers)} live workers)"
-            )
-        if run.waiting is not None:
-            return run.waiting
-        if (await self.get_queue(run.queue)).paused:
-            return f"waiting: queue {run.queue!r} is paused"
-        return None
+        holds it (every reason that holds, joined): no live worker defines its workflow
+        on its queue, its workflow is at its concurrency limit, it is rate limited or
+        scheduled for later, its queue is paused or at its ``max_parallelism``. None for
+        runs that are not pending. ``RunHandle.result``'s timeout says the same."""
+        backend = await self.backend()
+        return await waiting_reason(backend, run, self.settings.clock.now())
 
     async def list_workflows(self) -> list[RegisteredWorkflow]:
         """The workflows registered by the workers of every app, by name."""
         backend = await self.backend()
         return [registered_workflow(info) for info in await backend.list_workflows()]
+
+    async def list_skipped_ticks(
+        self, *, workflow: str | None = None, limit: int = 50
+    ) -> list[SkippedTick]:
+        """The newest cron ticks that started no run (of ``workflow``, or of every
+        workflow), latest tick first: each with its trigger, time and reason. The
+        backend keeps the newest 100 of each trigger. ``limit``: 1 to 1000."""
+        if type(limit) is not int or not 1 <= limit <= MAX_PAGE:
+            raise ConfigurationError(
+                f"limit must be a whole number from 1 to {MAX_PAGE}, got {limit!r}"
+            )
+        backend = await self.backend()
+        return [
+            skipped_tick(record) for record in await backend.list_skipped_ticks(workflow, limit)
+        ]
 
     # -- events --------------------------------------------------------------------
 
@@ -376,7 +421,12 @@ class Client:
         )
         backend = await self.backend()
         now = self.settings.clock.now()
-        result = await backend.send_event(run_id, key, text, now, event_id)
+        attributes = {"workpool.event": key, "messaging.operation.type": "send"}
+        with tracing.calling("send_event", f"send_event {key}", run_id, attributes) as span:
+            result = await backend.send_event(
+                run_id, key, text, now, event_id, tracing.stored(span)
+            )
+            tracing.annotate(span, {"workpool.event.result": result})
         if result == "duplicate":
             return False
         if result == "not_found":
@@ -425,6 +475,16 @@ class Client:
             await asyncio.sleep(delay if left is None else min(delay, left))
             delay = min(delay * 2, EVENT_POLL_LONGEST)
 
+    async def get_events(self, run_id: str) -> dict[str, Any]:
+        """Every value run ``run_id`` published (``ctx.set_event``): key -> the latest
+        value, ordered by key; empty if it published none. One read, no waiting (see
+        ``get_event`` to wait for a key). RunNotFoundError if there is no such run."""
+        backend = await self.backend()
+        stored = await backend.list_published(run_id)
+        if not stored and await backend.get_run(run_id) is None:
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        return {key: from_json(value) for key, value in stored.items()}
+
     # -- cancel --------------------------------------------------------------------
 
     async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
@@ -434,7 +494,9 @@ class Client:
         Returns ``"canceled"``, ``"requested"`` (running) or ``"finished"``.
         """
         backend = await self.backend()
-        result = await backend.cancel(run_id, reason, self.settings.clock.now())
+        with tracing.calling("cancel", "cancel", run_id, {}) as span:
+            result = await backend.cancel(run_id, reason, self.settings.clock.now())
+            tracing.annotate(span, {"workpool.cancel.result": result})
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")
         return result
@@ -498,8 +560,10 @@ class Client:
     list_runs_sync = sync_twin(list_runs, "pool")
     stats_sync = sync_twin(stats, "pool")
     list_workflows_sync = sync_twin(list_workflows, "pool")
+    list_skipped_ticks_sync = sync_twin(list_skipped_ticks, "pool")
     send_event_sync = sync_twin(send_event, "pool")
     get_event_sync = sync_twin(get_event, "pool")
+    get_events_sync = sync_twin(get_events, "pool")
     cancel_sync = sync_twin(cancel, "pool")
     cancel_all_sync = sync_twin(cancel_all, "pool")
     get_queue_sync = sync_twin(get_queue, "pool")

@@ -5,7 +5,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from workpool.backends.base import BatchRecord, RunRecord, StepRecord, WorkflowInfo
+from workpool.backends.base import (
+    BatchRecord,
+    RunRecord,
+    SkippedTickRecord,
+    StepRecord,
+    WorkflowInfo,
+)
 from workpool.errors import BatchNotFoundError, CorruptRecordError, RunNotFoundError
 from workpool.models import (
     BatchStatus,
@@ -18,6 +24,7 @@ from workpool.models import (
     RunError,
     Running,
     RunStatus,
+    SkippedTick,
     Step,
     Success,
 )
@@ -79,7 +86,14 @@ def _waiting(record: RunRecord) -> str | None:
             f"waiting: workflow {record.workflow!r} is at max_concurrency "
             f"{record.max_concurrency} (runs of it start as others end)"
         )
+    if record.rate_reserved:
+        return f"waiting: rate limited: it may start at {utc_text(record.available_at)}"
     return None
+
+
+def utc_text(timestamp: float) -> str:
+    """A time for messages: ``2026-11-27 06:12:03 UTC``."""
+    return _time(timestamp).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def batch_not_found(batch_id: str) -> BatchNotFoundError:
@@ -108,6 +122,18 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
         cron=cron if isinstance(cron, list) else [],
         updated_at=_time(info.updated_at),
         rate_limits=rate_limits if isinstance(rate_limits, list) else None,
+    )
+
+
+def skipped_tick(record: SkippedTickRecord) -> SkippedTick:
+    """Decode a skipped tick's record."""
+    return SkippedTick(
+        workflow=record.workflow,
+        trigger=record.trigger,
+        scheduled_at=_time(record.scheduled_at),
+        reason=record.reason,
+        run_id=record.run_id,
+        recorded_at=_time(record.recorded_at),
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar, overload
 
 from pydantic import TypeAdapter
 
-from workpool.cron import Cron
+from workpool.cron import Cron, trigger_ids
 from workpool.errors import ConfigurationError
 from workpool.handles import RunHandle
 from workpool.models import OnComplete
@@ -19,6 +19,7 @@ from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
 from workpool.sync import Portal, refuse_in_event_loop
 from workpool.validation import (
+    check_count,
     check_name,
     check_priority,
     duration_seconds,
@@ -205,12 +206,12 @@ class Workflow(Generic[InputT, OutputT]):
         priority: int = 0,
     ) -> None:
         check_priority(priority, what=f"workflow {name!r}: priority")
-        if max_concurrency is not None and (
-            type(max_concurrency) is not int or max_concurrency < 1
-        ):
-            raise ConfigurationError(
-                f"workflow {name!r}: max_concurrency must be a positive integer or None "
-                f"(no limit), got {max_concurrency!r}"
+        if max_concurrency is not None:
+            max_concurrency = check_count(
+                max_concurrency,
+                what=f"workflow {name!r}: max_concurrency",
+                minimum=1,
+                none="no limit",
             )
         _check_options(name, retries, on_failure, concurrency_key, rate_limit)
         if concurrency_key is not None and max_concurrency is None:
@@ -245,6 +246,8 @@ class Workflow(Generic[InputT, OutputT]):
                     f"workflow {name!r}: cron takes Cron(...) triggers, got {trigger!r}"
                 )
             self.prepare(trigger.input)  # a trigger's input must be valid now, not at 3 am
+        self.cron_ids = trigger_ids(self.cron, name)
+        """Each cron trigger's id (``workpool.cron.trigger_ids``), in ``cron``'s order."""
 
     def __repr__(self) -> str:
         return f"<Workflow {self.name!r} queue={self.queue!r}>"

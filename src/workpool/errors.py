@@ -14,6 +14,8 @@
     ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
     ├── StepTimeoutError            a step ran (or waited for its child) over its timeout
     ├── RunTimeoutError             an attempt executed longer than its run's timeout
+    ├── ResultTimeoutError          RunHandle.result(timeout=): the run did not finish
+    │                               in time (also a TimeoutError)
     ├── SyncCallInEventLoopError    a ``*_sync`` method called where an event loop runs
     └── NonRetriableError           raise it from a handler: fail now, no retry
         └── DuplicateStepError      one execution used a step name twice
@@ -91,6 +93,17 @@ class RunTimeoutError(WorkpoolError):
     """An attempt executed longer than its ``timeout``; the worker ended it, and the
     run's retry policy decides what follows. The message gives the limit, the attempt
     and how long it ran."""
+
+
+class ResultTimeoutError(WorkpoolError, TimeoutError):
+    """``RunHandle.result(timeout=...)`` gave up waiting; the run goes on. A TimeoutError
+    too. The message says what the run is doing: its state and, for a pending run, why
+    it waits (``waiting``: the text of ``Workpool.waiting_reason``, or None)."""
+
+    def __init__(self, message: str, run_id: str, waiting: str | None) -> None:
+        self.run_id = run_id
+        self.waiting = waiting
+        super().__init__(message)
 
 
 class SyncCallInEventLoopError(WorkpoolError, RuntimeError):

@@ -10,12 +10,14 @@ from pydantic import TypeAdapter
 
 from workpool.backends.base import Backend, CancelResult
 from workpool.decoding import require_run, status_of
-from workpool.errors import RunCanceledError, RunFailedError
+from workpool.errors import ResultTimeoutError, RunCanceledError, RunFailedError, WorkpoolError
 from workpool.models import Run, RunStatus
 from workpool.sync import Portal
 from workpool.validation import duration_seconds
 
 OutputT = TypeVar("OutputT")
+EXPLAIN_TIMEOUT = 1.0
+"""Seconds ``result`` may spend, once its timeout passed, reading why the run waits."""
 
 
 class RunSource(Protocol):
@@ -46,6 +48,10 @@ class RunSource(Protocol):
         """A value a run published, waiting for it (``Workpool.get_event``)."""
         ...
 
+    async def waiting_reason(self, run: Run) -> str | None:
+        """Why a pending run has not started (``Workpool.waiting_reason``)."""
+        ...
+
 
 class RunHandle(Generic[OutputT]):
     """A reference to one run: read its status, wait for its result, cancel it, send it
@@ -69,8 +75,9 @@ class RunHandle(Generic[OutputT]):
         """Wait for the run to finish and return its output.
 
         Raises RunFailedError or RunCanceledError when it did not succeed, and
-        TimeoutError when ``timeout`` (a timedelta or seconds; None: no limit) passes
-        first (the run itself goes on).
+        ResultTimeoutError (a TimeoutError) when ``timeout`` (a timedelta or seconds;
+        None: no limit) passes first: the run itself goes on, and the message says what
+        it is doing, and why it waits if it has not started (``waiting_reason``).
         """
         seconds = None
         if timeout is not None:
@@ -79,10 +86,7 @@ class RunHandle(Generic[OutputT]):
             async with asyncio.timeout(seconds):
                 run = await self._wait_finished()
         except TimeoutError:
-            raise TimeoutError(
-                f"run {self.id} did not finish within {seconds} s; it keeps going, "
-                "call result() again to wait longer"
-            ) from None
+            run = await self._timed_out(seconds)
         if run.status == "failed":
             raise RunFailedError(self.id, run.error)
         if run.status == "canceled":
@@ -144,6 +148,31 @@ class RunHandle(Generic[OutputT]):
         backend = await self.client.backend()
         return require_run(await backend.get_run(self.id), self.id)
 
+    async def _timed_out(self, seconds: float | None) -> Run:
+        """The run if it finished just as the wait ended; else ResultTimeoutError, saying
+        what the run does (one more read, at most ``EXPLAIN_TIMEOUT`` s: a backend too
+        slow to say leaves the reason out)."""
+        said = "did not finish within"
+        try:
+            async with asyncio.timeout(EXPLAIN_TIMEOUT):
+                run = await self._read()
+                if run.finished:
+                    return run
+                waiting = await self.client.waiting_reason(run)
+        except (TimeoutError, WorkpoolError):
+            raise ResultTimeoutError(
+                f"run {self.id} {said} {seconds} s; it keeps going, call result() again "
+                "to wait longer",
+                self.id,
+                None,
+            ) from None
+        raise ResultTimeoutError(
+            f"run {self.id} {said} {seconds} s: it is {_doing(run, waiting)}; it keeps "
+            "going, call result() again to wait longer",
+            self.id,
+            waiting,
+        )
+
     async def _wait_finished(self) -> Run:
         delay = 0.005
         while True:
@@ -152,3 +181,12 @@ class RunHandle(Generic[OutputT]):
                 return run
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.25)
+
+
+def _doing(run: Run, waiting: str | None) -> str:
+    """What an unfinished run is doing, for a timeout's message."""
+    if run.status == "running":
+        return f"running (attempt {run.attempts})"
+    if run.status == "suspended":
+        return "suspended (a durable step waits for a child, a timer or an event)"
+    return run.status + (f", {waiting}" if waiting else "")

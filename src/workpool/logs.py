@@ -19,6 +19,8 @@ from collections.abc import Mapping, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
+from workpool.tracing import current_ids
+
 LEVEL_VARIABLE = "WORKPOOL_LOG_LEVEL"
 DEFAULT_LEVEL = "INFO"
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -151,7 +153,9 @@ class RunLogger(logging.LoggerAdapter[logging.Logger]):
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time, level, logger, message and run event fields."""
+    """One JSON object per record: time, level, logger, message, run event fields and,
+    while an OpenTelemetry span is active where it is logged, ``trace_id`` and
+    ``span_id`` (hex, as trace viewers show them)."""
 
     def format(self, record: logging.LogRecord) -> str:
         document: dict[str, Any] = {
@@ -164,6 +168,9 @@ class JsonFormatter(logging.Formatter):
             value = record.__dict__.get(field)
             if value is not None:
                 document[field] = value
+        ids = current_ids()
+        if ids is not None:
+            document["trace_id"], document["span_id"] = ids
         if record.exc_info:
             document["error"] = self.formatException(record.exc_info)
         return json.dumps(document, default=str)

@@ -158,9 +158,10 @@ class Run:
     """Its priority, from -100 to 100: within a queue, higher runs are claimed first
     (see ``Workpool.queue``'s ``priority_aging``)."""
     waiting: str | None = None
-    """Why a queued run cannot start yet, when the record tells: e.g. "waiting: workflow
-    'invoice' is at max_concurrency 1". ``Workpool.waiting_reason`` also knows about
-    workers and paused queues."""
+    """Why a pending run cannot start yet, when the record tells: e.g. "waiting: workflow
+    'invoice' is at max_concurrency 1", or "waiting: rate limited: it may start at ...".
+    ``Workpool.waiting_reason`` also knows about workers, scheduled starts and queue
+    settings."""
     timeout: timedelta | None = None
     """The run's own limit on one attempt's execution, if it was given one (else its
     workflow's ``timeout`` applies, as the worker defines it)."""
@@ -255,3 +256,27 @@ class RegisteredWorkflow:
     """The rate limits its runs get, as its workers define them: a list of
     {"scope": "workflow" or "queue", "count", "per" (seconds), "keyed"}; None if a
     worker of an earlier version registered it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedTick:
+    """A cron tick that started no run (``Workpool.list_skipped_ticks``)."""
+
+    workflow: str
+    trigger: str
+    """The trigger's id: its ``name``, else ``"<expression> <timezone>"``."""
+    scheduled_at: datetime
+    """The tick's time (UTC)."""
+    reason: Literal["previous_run_active", "buffer_full"]
+    """``previous_run_active``: the trigger's overlap is ``skip`` and its previous run was
+    still active; ``buffer_full``: it is ``buffer_one`` and the run it buffers had not
+    started yet."""
+    run_id: str
+    """That active run of the trigger."""
+    recorded_at: datetime
+
+    def describe(self) -> str:
+        """Why the tick was skipped, in words."""
+        if self.reason == "buffer_full":
+            return f"its buffered run {self.run_id} had not started yet (overlap buffer_one)"
+        return f"its previous run {self.run_id} was still active (overlap skip)"

@@ -10,7 +10,13 @@ from datetime import timedelta
 from typing import Any, TypeGuard
 
 from workpool.errors import ConfigurationError
-from workpool.validation import LONGEST_WAIT, as_timedelta, duration_seconds
+from workpool.validation import (
+    LONGEST_WAIT,
+    as_timedelta,
+    check_count,
+    duration_seconds,
+    short_repr,
+)
 
 LONGEST_SECONDS = LONGEST_WAIT.total_seconds()
 
@@ -37,10 +43,8 @@ class RetryPolicy:
     """Growth factor of the wait from one attempt to the next."""
 
     def __post_init__(self) -> None:
-        if type(self.max_attempts) is not int or self.max_attempts < 1:
-            raise ConfigurationError(
-                f"RetryPolicy.max_attempts must be a whole number >= 1, got {self.max_attempts!r}"
-            )
+        attempts = check_count(self.max_attempts, what="RetryPolicy.max_attempts", minimum=1)
+        object.__setattr__(self, "max_attempts", attempts)
         backoff = as_timedelta(self.initial_backoff, what="RetryPolicy.initial_backoff")
         object.__setattr__(self, "initial_backoff", backoff)
         if not _real(self.base) or not 1 <= self.base < math.inf:
@@ -84,7 +88,7 @@ class RetryPolicy:
         fields = data if isinstance(data, dict) else {}
         attempts, backoff, base = (fields.get(name) for name in _RETRY_FIELDS)
         if type(attempts) is not int or not _real(backoff) or not _real(base):
-            raise ConfigurationError(f"not a stored retry policy: {data!r}")
+            raise ConfigurationError(f"not a stored retry policy: {short_repr(data)}")
         if not 0 <= backoff <= LONGEST_SECONDS:
             raise ConfigurationError(f"stored retry policy has a bad initial_backoff: {data!r}")
         return cls(attempts, timedelta(seconds=backoff), base)
@@ -110,15 +114,17 @@ class RateLimit:
     key: Callable[[Any], object] | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "count", check_count(self.count, what="RateLimit count", minimum=1)
+        )
         try:
             seconds = duration_seconds(self.per, what="RateLimit per", positive=True)
         except ConfigurationError:
             seconds = math.nan
-        if type(self.count) is not int or self.count < 1 or not seconds <= LONGEST_SECONDS:
+        if not seconds <= LONGEST_SECONDS:
             raise ConfigurationError(
-                "RateLimit needs count >= 1 and a positive period (a timedelta or seconds) of "
-                f"at most {LONGEST_WAIT.days // 365} years, got count={self.count!r} "
-                f"per={self.per!r}"
+                "RateLimit needs a positive period (a timedelta or seconds) of at most "
+                f"{LONGEST_WAIT.days // 365} years, got per={short_repr(self.per)}"
             )
 
     @property

@@ -19,7 +19,7 @@ from workpool.errors import ConfigurationError, UnknownWorkflowError
 from workpool.options import RateLimit
 from workpool.serialization import to_json
 from workpool.settings import Settings
-from workpool.validation import check_name, check_priority_aging
+from workpool.validation import check_count, check_name, check_priority_aging
 
 
 class Registry:
@@ -118,7 +118,12 @@ class Registry:
                     max_concurrency=workflow.max_concurrency,
                     retry=json.dumps(retry.to_json()) if retry is not None else None,
                     cron=to_json(
-                        [trigger.to_json() for trigger in workflow.cron],
+                        [
+                            trigger.to_json(trigger_id)
+                            for trigger, trigger_id in zip(
+                                workflow.cron, workflow.cron_ids, strict=True
+                            )
+                        ],
                         what=f"cron triggers of workflow {workflow.name!r}",
                     ),
                     updated_at=0.0,
@@ -145,10 +150,8 @@ def registered_rate_limits(
 
 
 def check_parallelism(limit: int | None) -> int | None:
-    """A queue's ``max_parallelism``, checked: a whole number >= 0, or None."""
-    if limit is not None and (type(limit) is not int or limit < 0):  # bools too
-        raise ConfigurationError(
-            f"max_parallelism must be a whole number >= 0 (0 starts nothing) or None (no "
-            f"limit), got {limit!r}"
-        )
-    return limit
+    """A queue's ``max_parallelism``, checked: a whole number from 0 (starts nothing)
+    to MAX_COUNT, or None (no limit)."""
+    if limit is None:
+        return None
+    return check_count(limit, what="max_parallelism", none="no limit")

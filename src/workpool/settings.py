@@ -15,7 +15,7 @@ from workpool.clock import Clock, SystemClock
 from workpool.errors import ConfigurationError
 from workpool.options import RetryPolicy
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES
-from workpool.validation import as_timedelta, check_name
+from workpool.validation import as_timedelta, check_count, check_name
 
 DEFAULT_RETENTION = timedelta(days=7)
 """How long finished runs are kept by default."""
@@ -43,6 +43,9 @@ class Settings:
     """Fail runs that waited this long while no live worker serves them (None: never)."""
     clock: Clock = field(default_factory=SystemClock)
     """Where time comes from (tests pass a manual clock)."""
+    trace_links: bool = False
+    """Executions link to the span that enqueued their run instead of being its
+    children (README "Tracing")."""
 
     @classmethod
     def resolve(
@@ -57,6 +60,7 @@ class Settings:
         clock: Clock | None = None,
         retention: timedelta | float | None = DEFAULT_RETENTION,
         fail_unserved_after: timedelta | float | None = None,
+        trace_links: bool = False,
     ) -> Settings:
         """Check ``Workpool(...)``'s arguments and fill in the defaults (the URL from
         ``$WORKPOOL_URL``, else ``sqlite:///workpool.db``)."""
@@ -76,10 +80,7 @@ class Settings:
         checked_app = None if app is None else check_name(app, what="app")
         if default_retry is not None and not isinstance(default_retry, RetryPolicy):
             raise ConfigurationError(f"default_retry must be a RetryPolicy, got {default_retry!r}")
-        if type(max_payload_bytes) is not int or max_payload_bytes < 1:
-            raise ConfigurationError(
-                f"max_payload_bytes must be a positive whole number, got {max_payload_bytes!r}"
-            )
+        check_count(max_payload_bytes, what="max_payload_bytes", minimum=1)
         return cls(
             url=resolved_url,
             prefix=checked_prefix,
@@ -90,6 +91,7 @@ class Settings:
             retention=kept,
             fail_unserved_after=unserved,
             clock=clock or SystemClock(),
+            trace_links=_check_flag(trace_links, "trace_links"),
         )
 
     def resolve_retry(
@@ -104,6 +106,12 @@ class Settings:
             if choice is False:
                 return None
         return self.default_retry if self.retry_by_default else None
+
+
+def _check_flag(value: object, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{what} must be True or False, got {value!r}")
+    return value
 
 
 def _check_url(url: str) -> None:

@@ -22,7 +22,8 @@ Three rules make that safe wherever such code runs:
 
 Between calls nobody runs the loop, so nothing happens on it: its connections wait, as
 an idle connection does. A caller interrupted while it drives (``KeyboardInterrupt``)
-leaves its coroutine to be finished by the next call.
+leaves its coroutine to be finished by the next call (at exit, with no next call, it is
+dropped quietly).
 """
 
 from __future__ import annotations
@@ -156,6 +157,10 @@ class Portal:
         # it ends, where run_until_complete's done callback would run a turn later.
         stop = _Stop(current.loop)
         task = current.loop.create_task(_then_stop(awaited, stop))
+        # Also as run_until_complete: a caller interrupted here (Ctrl-C) leaves the task
+        # pending, for the next call to finish; if none comes, the interpreter's exit
+        # drops it without "Task was destroyed but it is pending!".
+        task._log_destroy_pending = False  # type: ignore[attr-defined]
         try:
             current.loop.run_forever()
         finally:

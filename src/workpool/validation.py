@@ -28,6 +28,13 @@ LONGEST_SPAN = LATEST_TIME - EARLIEST_TIME
 """Seconds from EARLIEST to LATEST: no delay or lifetime can be longer."""
 LONGEST_WAIT = timedelta(days=36525)
 """A hundred years: the longest retry wait or rate limit period accepted."""
+MAX_COUNT = 2**53 - 1
+"""The largest whole number workpool takes for a count or a limit (max_concurrency,
+max_parallelism, attempts, rate limit counts, slots, payload bytes...): the largest
+that a Lua number (a double, in Redis's scripts) and a JSON number as most parsers read
+it hold exactly, and well within SQLite's 64-bit INTEGER, so a limit is stored, read
+back and compared as given on every backend. 9007199254740991 is more than any real
+limit; a larger one is an error, not a silently rounded or overflowing value."""
 MIN_PRIORITY = -100
 """The lowest priority a run may have (runs after every higher one)."""
 MAX_PRIORITY = 100
@@ -170,3 +177,60 @@ def check_priority_aging(value: object, *, what: str) -> float:
             "priorities are strict anyway: leave priority_aging unset)"
         )
     return seconds
+
+
+def check_count(
+    value: object,
+    *,
+    what: str,
+    minimum: int = 0,
+    maximum: int = MAX_COUNT,
+    none: str | None = None,
+) -> int:
+    """A whole number (an int, not a bool) from ``minimum`` to ``maximum``, else
+    ConfigurationError giving the range; ``none``: what None means there, if allowed
+    (the caller handles None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and minimum <= value <= maximum:
+        return int(value)  # an IntEnum's plain value
+    alternative = f", or None ({none})" if none is not None else ""
+    raise ConfigurationError(
+        f"{what} must be a whole number from {minimum} to {maximum}{alternative}, "
+        f"got {describe_value(value)}"
+    )
+
+
+def describe_value(value: object) -> str:
+    """``value``'s type and repr for an error message (see ``short_repr``)."""
+    return f"{type(value).__name__} {short_repr(value)}"
+
+
+def short_repr(value: object) -> str:
+    """``repr(value)``, short even for a huge int (whose repr past 4300 digits raises)
+    or a long text."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"{'-' if value < 0 else ''}2**{value.bit_length() - 1} or more"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:50]}... ({len(text)} characters)"
+
+
+def parse_count(
+    text: str, *, what: str, minimum: int = 0, maximum: int = MAX_COUNT, none: str | None = None
+) -> int | None:
+    """A whole number typed by a user (the command line, a dashboard form) from
+    ``minimum`` to ``maximum``; with ``none`` (what None means), 'none' or nothing gives
+    None. ConfigurationError otherwise (``what`` empty: the message starts 'must be')."""
+    typed = text.strip()
+    if none is not None and typed.lower() in ("", "none"):
+        return None
+    digits = typed.removeprefix("-")
+    # Only ASCII digits (int() takes '١٢' and '1_000'); no int() of a huge string.
+    if digits.isascii() and digits.isdigit() and len(digits) <= len(str(maximum)):
+        number = int(typed)
+        if minimum <= number <= maximum:
+            return number
+    alternative = f", or 'none' ({none})" if none is not None else ""
+    subject = f"{what} " if what else ""
+    raise ConfigurationError(
+        f"{subject}must be a whole number from {minimum} to {maximum}{alternative}, got "
+        f"{short_repr(typed)}"
+    )

@@ -47,7 +47,7 @@ async def test_pause_resume_and_limit_a_queue(backend_url: str) -> None:
 def test_a_bad_limit_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     result = queues(f"sqlite:///{tmp_path}/q.db", "set", "emails", "many")
     assert result.returncode == 2
-    assert "is not a whole number >= 0 or 'none'" in result.stderr
+    assert "must be a whole number from 0 to 9007199254740991, or 'none'" in result.stderr
 
 
 def test_an_unreachable_backend_exits_2_with_one_line() -> None:

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from tests.cli.helpers import ROOT
+from tests.redis_server import RedisServer
 from workpool import Workpool
 
 START_DEADLINE = 30.0
@@ -93,12 +95,14 @@ def test_the_worker_start_line_names_the_default_store_too(tmp_path: Path) -> No
     assert line.endswith(f"store sqlite:///{tmp_path / 'workpool.db'}"), line
 
 
-def test_the_worker_start_line_names_a_redis_store_without_its_password(
-    tmp_path: Path, redis_server_url: str
-) -> None:
-    with_password = redis_server_url.replace("redis://", "redis://default:s3cret@")
-    line = worker_start_line(tmp_path, with_password)
-    assert line.endswith(f"store {redis_server_url} (prefix workpool)"), line
+def test_the_worker_start_line_names_a_redis_store_without_its_password(tmp_path: Path) -> None:
+    with RedisServer() as server:  # of its own: it is given a password
+        admin = redis.Redis.from_url(server.url)
+        admin.config_set("requirepass", "s3cret")
+        admin.close()
+        with_password = server.url.replace("redis://", "redis://default:s3cret@")
+        line = worker_start_line(tmp_path, with_password)
+    assert line.endswith(f"store {server.url} (prefix workpool)"), line
     assert "s3cret" not in line
     assert "default" not in line.partition("store")[2]
 

@@ -1,4 +1,5 @@
-"""Named leases (one cron leader) and skip_if_busy enqueues (cron ticks)."""
+"""Named leases (one cron leader) and skip_if_busy enqueues (which cron ticks no longer use:
+see test_cron_ticks.py)."""
 
 from __future__ import annotations
 

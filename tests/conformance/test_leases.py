@@ -207,29 +207,50 @@ async def test_release_makes_run_queued_and_claimable_at_once(
     record = await fetch(backend, run_id)
     assert (record.status, record.attempts, record.lease_losses) == ("queued", 1, 0)
     again = await claim_one(backend, start + 5)
-    assert (again.lease.run_id, again.attempt) == (run_id, 2)
+    assert again.lease.run_id == run_id
     assert (await fetch(backend, run_id)).lease_losses == 0
 
 
-async def test_a_run_released_before_it_began_takes_the_same_attempt_again(
+async def test_a_handed_back_run_takes_the_same_attempt_again(
     backend: Backend, clock: ManualClock
 ) -> None:
+    """A hand-back (graceful shutdown, or a run held ahead and never begun) is not an
+    attempt: the next execution continues the same one, and counts as an execution."""
     start = clock.now()
     run_id = await enqueue(backend, new_run(start), start)
     first = await claim_one(backend, start)
 
-    await backend.release([first.lease], start + 1, started=False)
+    await backend.release([first.lease], start + 1)
 
     assert (await fetch(backend, run_id)).attempts == 1
     again = await claim_one(backend, start + 1)
     assert (again.lease.run_id, again.attempt, again.elapsed) == (run_id, 1, 0.0)
     assert again.lease.token != first.lease.token
-    # The attempt after that is counted as usual.
-    await backend.release([again.lease], start + 2)
+    assert again.fence > first.fence
+    record = await fetch(backend, run_id)
+    assert (record.attempts, record.executions, record.lease_losses) == (1, 2, 0)
+    # An attempt that ends in a retry is counted as usual.
+    assert await backend.finish([Finish(again.lease, "retry", retry_at=start + 2)], start + 2)
     assert (await claim_one(backend, start + 2)).attempt == 2
 
 
-async def test_a_resumed_run_released_before_it_began_keeps_its_attempt_time(
+async def test_a_run_released_with_its_attempt_used_takes_a_new_one(
+    backend: Backend, clock: ManualClock
+) -> None:
+    """A handler that outlived its time limit when its worker stopped used its attempt."""
+    start = clock.now()
+    run_id = await enqueue(backend, new_run(start), start)
+    first = await claim_one(backend, start)
+
+    await backend.release([first.lease], start + 1, attempt_used=True)
+
+    again = await claim_one(backend, start + 1)
+    assert (again.lease.run_id, again.attempt) == (run_id, 2)
+    record = await fetch(backend, run_id)
+    assert (record.attempts, record.executions, record.lease_losses) == (2, 2, 0)
+
+
+async def test_a_resumed_run_handed_back_keeps_its_attempt_time(
     backend: Backend, clock: ManualClock
 ) -> None:
     start = clock.now()
@@ -238,7 +259,7 @@ async def test_a_resumed_run_released_before_it_began_keeps_its_attempt_time(
     assert await backend.finish([Finish(first.lease, "suspend", wake_at=start + 10)], start + 2)
     resumed = await claim_one(backend, start + 10)
 
-    await backend.release([resumed.lease], start + 11, started=False)
+    await backend.release([resumed.lease], start + 11)
 
     again = await claim_one(backend, start + 11)
     assert (again.lease.run_id, again.attempt, again.elapsed) == (run_id, 1, 2.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from workpool.backends.base import Backend, WorkflowInfo
+from workpool.backends.base import Backend, WorkerRecord, WorkflowInfo
 from workpool.clock import ManualClock
 
 GRACE = 30.0
@@ -75,3 +75,45 @@ async def test_stale_records_are_removed_only_by_their_app_after_the_grace(
     assert {w.name for w in await backend.list_workflows()} == {"charge", "old"}
     assert await backend.sync_registry("shop", [info("charge")], now + 31, GRACE) == ["old"]
     assert [w.name for w in await backend.list_workflows()] == ["charge"]
+
+
+def worker(workflows: tuple[str, ...], now: float) -> WorkerRecord:
+    """A record of a live worker of app shop defining ``workflows``."""
+    return WorkerRecord(
+        id="w1",
+        app="shop",
+        queues=("default",),
+        workflows=workflows,
+        started_at=now,
+        seen_at=now,
+        expires_at=now + 30,
+    )
+
+
+async def test_a_heartbeat_names_the_worker_s_workflows_the_registry_lacks(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    assert await backend.heartbeat(worker(("charge", "refund"), now), now) == ["charge", "refund"]
+    await backend.sync_registry("billing", [info("refund", "billing")], now, GRACE)
+    # Whoever registered it, a record of that name is there: only charge is missing.
+    assert await backend.heartbeat(worker(("charge", "refund"), now), now + 1) == ["charge"]
+    await backend.sync_registry("shop", [info("charge")], now, GRACE)
+    assert await backend.heartbeat(worker(("charge", "refund"), now), now + 2) == []
+    assert await backend.heartbeat(worker((), now), now + 3) == []
+
+
+async def test_a_restore_stores_only_the_records_that_are_missing(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    newer = info("charge", queue="payments", limit=5)  # a newer version's, say
+    await backend.sync_registry("shop", [newer], now, GRACE)
+    restored = await backend.restore_registry("shop", [info("charge"), info("refund")], now + 5)
+    assert restored == ["refund"]
+    listed = await backend.list_workflows()
+    assert [(w.name, w.queue, w.max_concurrency, w.updated_at) for w in listed] == [
+        ("charge", "payments", 5, now),  # kept as it was
+        ("refund", "default", 1, now + 5),
+    ]
+    assert await backend.restore_registry("shop", [info("refund")], now + 6) == []

@@ -34,6 +34,12 @@ def make_pool(url: str | None = None) -> Workpool:
     async def echo(ctx: RunContext, text: str) -> str:
         return text
 
+    @pool.workflow(queue="work", max_concurrency=None)
+    async def publish(ctx: RunContext, note: str) -> str:
+        await ctx.set_event("stage", {"step": 2, "of": 3})
+        await ctx.set_event("note", note)
+        return "published"
+
     @pool.workflow(queue="pausable", max_concurrency=None)
     async def pausable(ctx: RunContext, name: str) -> str:
         return name

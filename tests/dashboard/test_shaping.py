@@ -17,7 +17,7 @@ from workpool.dashboard.server import is_loopback
 from workpool.dashboard.timeline import SHORTEST, timeline
 from workpool.dashboard.workflows import describe_retry
 from workpool.errors import ConfigurationError
-from workpool.models import Run, Step
+from workpool.models import Run, SkippedTick, Step
 
 NOW = 1_764_159_960.0 + 30  # 30 s into a minute
 MINUTE = NOW - 30
@@ -109,22 +109,36 @@ def test_recent_ticks_are_the_ones_the_leader_fired() -> None:
     ]
 
 
-def test_a_tick_without_its_run_was_skipped_and_an_old_one_is_not_judged() -> None:
-    now = datetime(2026, 11, 26, 12, 10, 2, tzinfo=UTC).timestamp()
+def test_a_tick_shows_its_run_or_its_recorded_skip_and_an_old_one_is_not_judged() -> None:
+    now = datetime(2026, 11, 26, 12, 15, 2, tzinfo=UTC).timestamp()
     fired_at = datetime(2026, 11, 26, 12, 5, tzinfo=UTC).timestamp()
-    fired = run_with_key(f"cron:0:{fired_at!r}")
+    legacy_at = datetime(2026, 11, 26, 12, 0, tzinfo=UTC).timestamp()
+    fired = run_with_key(f"cron:*/5 * * * * UTC:{fired_at!r}")
+    legacy = run_with_key(f"cron:0:{legacy_at!r}")  # keyed by index before trigger ids
+    skipped = SkippedTick(
+        "tick",
+        "*/5 * * * * UTC",
+        datetime(2026, 11, 26, 12, 10, tzinfo=UTC),
+        "previous_run_active",
+        fired.id,
+        datetime(2026, 11, 26, 12, 10, 1, tzinfo=UTC),
+    )
     stored = [{"expression": "*/5 * * * *", "timezone": "UTC", "input": None}]
 
-    [trigger] = triggers(stored, [fired], covered_since=now - 650, now=now)
+    [trigger] = triggers(stored, [fired, legacy], [skipped], now - 1250, now)
 
     assert [(tick.at.strftime("%H:%M"), tick.state) for tick in trigger.ticks] == [
-        ("12:10", "due"),  # 2 s ago: the leader has not fired it yet
+        ("12:15", "due"),  # 2 s ago: the leader has not fired it yet
+        ("12:10", "skipped"),
         ("12:05", "fired"),
-        ("12:00", "skipped"),
-    ]  # 11:55 is older than the newest runs read: not judged
-    assert trigger.ticks[1].run is fired
+        ("12:00", "fired"),
+        ("11:55", "missed"),  # no run, no skip recorded: no worker led then
+    ]  # 11:50 is older than the newest runs read: not judged
+    assert trigger.ticks[1].skipped is skipped
+    assert trigger.ticks[2].run is fired
+    assert (trigger.id, trigger.overlap, trigger.skipped_kept) == ("*/5 * * * * UTC", "skip", 1)
     assert trigger.next_at is not None
-    assert trigger.next_at.strftime("%H:%M") == "12:15"
+    assert trigger.next_at.strftime("%H:%M") == "12:20"
 
 
 def test_an_unreadable_trigger_says_why() -> None:
@@ -133,7 +147,7 @@ def test_an_unreadable_trigger_says_why() -> None:
         {"expression": "* * * * *", "timezone": "Mars/Base"},
     ]
 
-    problems = [str(trigger.problem) for trigger in triggers(stored, [], 0.0, NOW)]
+    problems = [str(trigger.problem) for trigger in triggers(stored, [], [], 0.0, NOW)]
 
     assert "invalid cron expression" in problems[0]
     assert "unknown time zone" in problems[1]

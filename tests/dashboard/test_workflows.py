@@ -29,9 +29,11 @@ async def test_a_cron_shows_its_next_tick_and_its_last_ones(site: Site, page: Pa
     cron = page.locator('[data-cron="tick:0"]')
     await expect(cron.locator('[data-field="next"]')).to_contain_text("UTC")
 
-    # Each run lasts 3 s and ticks come every 2 s, one run at a time: some ticks fire a
-    # run, the ones that find it running are skipped. The page is read again until both
-    # show (a new worker fires its first tick within 2 s).
+    await expect(cron.locator('[data-field="trigger"]')).to_have_text("* * * * * */2 UTC")
+    await expect(cron.locator('[data-field="overlap"]')).to_have_text("skip")
+    # Each run lasts 3 s and ticks come every 2 s: some ticks fire a run, the ones that
+    # find the trigger's previous run still active are skipped, and recorded so. The
+    # page is read again until both show (a new worker fires its first tick within 2 s).
     deadline = time.monotonic() + DEADLINE
     while True:
         fired = await cron.locator('[data-tick="fired"]').count()
@@ -41,5 +43,10 @@ async def test_a_cron_shows_its_next_tick_and_its_last_ones(site: Site, page: Pa
         assert time.monotonic() < deadline, f"{fired} fired and {skipped} skipped ticks shown"
         await page.wait_for_timeout(500)
         await page.reload()
+    skip = cron.locator('[data-tick="skipped"]').first
+    await expect(skip.locator('[data-field="reason"]')).to_have_text("previous run active")
+    await expect(skip.locator("a.run-id")).to_have_count(1)  # the run that was active
+    await expect(cron.locator('[data-field="skipped-kept"]')).not_to_have_text("0")
     await cron.locator('[data-tick="fired"] a.run-id').first.click()
-    await expect(page.locator(".fields")).to_contain_text("cron:0:")  # its idempotency key
+    # Its idempotency key names its trigger.
+    await expect(page.locator(".fields")).to_contain_text("cron:* * * * * */2 UTC:")

@@ -152,3 +152,28 @@ async def paced(ctx: RunContext, pause: float) -> str:
 async def add_one(ctx: RunContext, value: int) -> int:
     """Its value plus one, at once (tests that need a worker and nothing more)."""
     return value + 1
+
+
+@pool.workflow(max_concurrency=None)
+async def freezer(ctx: RunContext, marker: str) -> str:
+    """The first time it runs (``marker`` does not exist yet), stops its own worker
+    process (SIGSTOP): runs claimed together with it have not started yet."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return "thawed"
+    os.kill(os.getpid(), signal.SIGSTOP)
+    return "frozen"
+
+
+@pool.workflow()
+def slow_once(ctx: RunContext, marker: str) -> int:
+    """Sleeps a minute the first time it runs (``marker`` does not exist yet), at once
+    after that; returns the attempt it ran as."""
+    log("start", ctx.run_id, ctx.attempt, os.getpid())
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return ctx.attempt
+    time.sleep(60)
+    return ctx.attempt

@@ -92,6 +92,15 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped by a signal (from /proc: Linux)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state == "T"
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (from /proc: Linux)."""
     try:

@@ -34,7 +34,7 @@ async def test_five_workers_fire_each_tick_once(pool: Workpool) -> None:
     assert len(set(keys)) == len(keys)
 
 
-async def test_a_tick_is_skipped_while_the_workflow_is_at_its_limit(pool: Workpool) -> None:
+async def test_a_tick_is_skipped_while_the_triggers_previous_run_is_active(pool: Workpool) -> None:
     release = asyncio.Event()
     started: list[str] = []
 

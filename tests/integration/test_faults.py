@@ -14,7 +14,7 @@ import pytest
 
 from tests.integration import process_app
 from tests.integration.conftest import fast_worker
-from tests.integration.processes import Workers
+from tests.integration.processes import Workers, stopped
 from tests.polling import wait_until as wait_for
 from workpool import RunContext, UnknownWorkflowError, Workpool
 from workpool.backends import open_backend
@@ -182,6 +182,36 @@ async def test_a_worker_stopped_past_its_lease_does_nothing_more_for_the_run_whe
     (after,) = await pool.enqueue_many([process_app.chore.prepare(1)])
     rescuer.kill()
     assert await after.result(timeout=30) == 1
+    await pool.aclose()
+
+
+@pytest.mark.slow
+async def test_a_worker_stopped_between_a_claim_and_the_start_starts_nothing_when_resumed(
+    workers: Workers, backend_url: str, tmp_path: Path
+) -> None:
+    pool = Workpool(backend_url)
+    marker = str(tmp_path / "frozen")
+    _, handle = await pool.enqueue_many(
+        [process_app.freezer.prepare(marker, priority=10), process_app.steady.prepare(0.01)]
+    )
+    stderr = tmp_path / "stalled.log"
+    # One claim takes both; the freezer starts first and stops its process (SIGSTOP)
+    # before the other run's handler starts.
+    stalled = workers.start(*QUICK_LEASE, stderr=stderr)
+    try:
+        await wait_for(lambda: stopped(stalled.pid))
+        assert (await pool.get_run(handle.id)).status == "running"
+        rescuer = workers.start(*QUICK_LEASE)
+        assert await handle.result(timeout=30) == 0.01
+    finally:
+        stalled.send_signal(signal.SIGCONT)
+
+    def starts() -> list[str]:
+        return [pid for run_id, _, pid in workers.lines("start") if run_id == handle.id]
+
+    await wait_for(lambda: "did not start its handler" in stderr.read_text() or len(starts()) > 1)
+    assert starts() == [str(rescuer.pid)]
+    assert stalled.poll() is None  # it lives on
     await pool.aclose()
 
 

@@ -67,12 +67,12 @@ async def test_runs_waiting_at_a_full_gate_cost_the_backend_nothing(pool: Workpo
 
 
 def test_bad_limits_are_refused_when_the_workflow_is_defined(pool: Workpool) -> None:
-    with pytest.raises(ConfigurationError, match="positive integer or None"):
+    with pytest.raises(ConfigurationError, match="from 1 to 9007199254740991, or None"):
 
         @pool.workflow(max_concurrency=0)
         async def never(ctx: RunContext, _: None) -> None: ...
 
-    with pytest.raises(ConfigurationError, match="positive integer or None"):
+    with pytest.raises(ConfigurationError, match="from 1 to 9007199254740991, or None"):
 
         @pool.workflow(max_concurrency=2.5)  # type: ignore[arg-type]
         async def fractional(ctx: RunContext, _: None) -> None: ...

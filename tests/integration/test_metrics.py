@@ -219,7 +219,7 @@ async def test_cron_ticks_fired_and_skipped_are_counted(pool: Workpool) -> None:
     clock.advance(300)
     await scheduler.step(backend, clock.now())  # fires: the run waits, nobody works
     clock.advance(300)
-    await scheduler.step(backend, clock.now())  # skipped: the first run holds the place
+    await scheduler.step(backend, clock.now())  # skipped: the trigger's first run is still active
     registry = metrics.registry
     assert registry.get_sample_value("workpool_cron_ticks_fired_total", {"workflow": "sweep"}) == 1
     assert (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -117,24 +118,35 @@ async def test_run_that_kills_every_worker_ends_failed(workers: Workers, backend
 
 
 @pytest.mark.slow
-async def test_sigterm_finishes_short_runs_and_hands_back_long_ones(
-    workers: Workers, backend_url: str
+async def test_sigterm_finishes_short_runs_and_hands_back_long_ones_without_an_attempt(
+    workers: Workers, backend_url: str, tmp_path: Path
 ) -> None:
     pool = Workpool(backend_url)
-    first = workers.start("--shutdown-grace", "1", "--lease-seconds", "30")
+    log = tmp_path / "first.log"
+    options = ("--shutdown-grace", "1", "--lease-seconds", "30")
+    first = workers.start(*options, "--log-level", "INFO", stderr=log)
     short, long = await pool.enqueue_many(
-        [process_app.sleepy.prepare(0.3), process_app.sleepy.prepare(60)]
+        [process_app.sleepy.prepare(0.3), process_app.slow_once.prepare(str(tmp_path / "once"))]
     )
     await workers.wait_for_line("start", short.id)
     await workers.wait_for_line("start", long.id)
     first.send_signal(signal.SIGTERM)
     assert first.wait(timeout=20) == 0
     assert (await pool.get_run(short.id)).status == "succeeded"
-    assert (await pool.get_run(long.id)).status == "queued"
-    workers.start("--lease-seconds", "30")
-    await workers.wait_for_line("start", long.id, count=2)
-    assert (await pool.get_run(long.id)).attempts == 2
-    await long.cancel()
+    handed_back = await pool.get_run(long.id)
+    assert (handed_back.status, handed_back.attempts) == ("queued", 1)
+    text = log.read_text()
+    assert f"run {long.id} handed back" in text
+    assert f"run {long.id} abandoned" not in text  # (its thread is, and says so)
+    workers.start(*options)
+    # One attempt allowed, and one used: the hand-back was not an attempt.
+    assert await long.result(timeout=30) == 1
+    run = await pool.get_run(long.id)
+    assert (run.status, run.attempts, run.executions) == ("succeeded", 1, 2)
+    assert [attempt for run_id, attempt, _ in workers.lines("start") if run_id == long.id] == [
+        "1",
+        "1",
+    ]
     await pool.aclose()
 
 

@@ -56,8 +56,12 @@ async def test_keys_and_queues_have_their_own_limiters(pool: Workpool) -> None:
 
 
 def test_a_rate_limit_needs_a_whole_count_and_a_positive_period() -> None:
-    for count, per in ((0, 1.0), (2.5, 1.0), (3, 0.0)):
-        with pytest.raises(ConfigurationError, match="count >= 1 and a positive period"):
+    for count, per, problem in (
+        (0, 1.0, "count must be a whole number from 1"),
+        (2.5, 1.0, "count must be a whole number from 1"),
+        (3, 0.0, "a positive period"),
+    ):
+        with pytest.raises(ConfigurationError, match=problem):
             RateLimit(count, per=per)  # type: ignore[arg-type]
 
 

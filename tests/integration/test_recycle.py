@@ -63,7 +63,7 @@ async def test_a_stopped_worker_is_not_recycled(pool: Workpool) -> None:
 
 
 def test_max_runs_must_be_positive(pool: Workpool) -> None:
-    with pytest.raises(ConfigurationError, match="max_runs must be at least 1"):
+    with pytest.raises(ConfigurationError, match="max_runs must be a whole number from 1 to"):
         pool.worker(max_runs=0)
 
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import fast_worker
+from tests.integration.processes import ROOT
+from tests.polling import wait_until
 from workpool import Finished, Pending, RunCanceledError, RunContext, Success, Workpool
 
 
@@ -35,3 +41,56 @@ async def test_sync_twins_work_without_an_event_loop(pool: Workpool) -> None:
 
     async with fast_worker(pool):
         await asyncio.to_thread(plain_script)
+
+
+CTRL_C_SCRIPT = """
+import sys
+from workpool import RunContext, Workpool
+
+pool = Workpool(sys.argv[1], app="ctrl-c")
+
+@pool.workflow()
+async def never_served(ctx: RunContext, value: int) -> int:
+    return value
+
+handle = never_served.run_sync(1)  # no worker runs it: result_sync() blocks
+print("waiting", flush=True)
+try:
+    handle.result_sync()
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+"""
+
+
+@pytest.mark.parametrize("interpreter_exit", ["after the handler", "by the interrupt"])
+async def test_ctrl_c_in_result_sync_leaves_nothing_pending_at_exit(
+    backend_url: str, interpreter_exit: str
+) -> None:
+    script = CTRL_C_SCRIPT
+    if interpreter_exit == "by the interrupt":  # the KeyboardInterrupt ends the script
+        script = script.replace("try:\n    handle", "if True:\n    handle").split("except")[0]
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-c", script, backend_url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        assert await process.stdout.readline() == b"waiting\n"
+        # Blocked in result_sync(): the portal's loop waits in epoll between its polls.
+        wchan = Path(f"/proc/{process.pid}/wchan")
+        await wait_until(lambda: wchan.read_text() in ("do_epoll_wait", "ep_poll"))
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(30):
+            out, err = await process.communicate()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    stdout, stderr = out.decode(), err.decode()
+    assert "Task was destroyed but it is pending" not in stderr, stderr
+    if interpreter_exit == "after the handler":
+        assert (process.returncode, stdout, stderr) == (0, "interrupted\n", "")
+    else:
+        assert process.returncode == -signal.SIGINT, stderr  # Python's exit on Ctrl-C
+        assert stderr.rstrip().endswith("KeyboardInterrupt")

@@ -6,6 +6,8 @@ import asyncio
 import dataclasses
 import logging
 
+import pytest
+
 from tests.unit.runs import claimed_run
 from workpool.backends.base import Finish, Lease
 from workpool.engine.context import RunContext
@@ -76,3 +78,29 @@ async def test_the_renewal_of_an_earlier_claim_leaves_a_later_claim_of_the_run_a
     assert entry.lease.deadline == 100.0
     assert active.abandon(later.lease, reason="lease lost") is entry
     assert entry.abandoned
+
+
+async def test_a_shutdown_hands_runs_back_and_uses_the_attempt_of_one_past_its_time_limit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+
+    active = ActiveRuns()
+    entries = {}
+    for run_id in ("a", "b", "c"):
+        ctx = RunContext(run_id, "wf", "default", 1, logging.getLogger("test"))
+        never = asyncio.get_running_loop().create_future()
+        entries[run_id] = ActiveRun(claimed_run(run_id), ctx, asyncio.ensure_future(never))
+        active.add(entries[run_id])
+    entries["b"].ctx.time_ran_out()  # it ignores its interruption
+    active.abandon(entries["c"].claimed.lease, reason="lease lost")  # not handed back
+    caplog.clear()
+
+    with caplog.at_level(logging.INFO, logger="workpool.worker"):
+        handed_back, used = active.hand_back_unfinished()
+
+    assert (handed_back, used) == ([entries["a"].claimed.lease], [entries["b"].claimed.lease])
+    assert all(entry.abandoned for entry in entries.values())
+    levels = {record.getMessage().split(" (")[0]: record.levelname for record in caplog.records}
+    assert levels == {"run a handed back": "INFO", "run b abandoned": "WARNING"}
+    await asyncio.sleep(0)
+    assert all(entry.task.cancelled() for entry in entries.values())

@@ -8,6 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from workpool import ConfigurationError, Cron
+from workpool.cron import trigger_ids
 
 PARIS = ZoneInfo("Europe/Paris")
 
@@ -60,3 +61,27 @@ def test_fall_back_fires_a_fixed_time_once_and_hourly_ticks_in_both_hours() -> N
         "2026-10-25T02:00:00+01:00",
         "2026-10-25T03:00:00+01:00",
     ]
+
+
+def test_a_bad_overlap_or_name_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match=r"invalid overlap 'buffer'.*'buffer_one'"):
+        Cron("* * * * *", overlap="buffer")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="invalid name ''"):
+        Cron("* * * * *", name="")
+
+
+def test_a_trigger_is_identified_by_its_name_else_its_expression_and_time_zone() -> None:
+    crons = [
+        Cron("*/5 * * * *", timezone="Europe/Paris"),
+        Cron("0 3 * * *", name="nightly"),
+        Cron("*/5 * * * *", timezone="Europe/Paris", input={"full": True}),
+        Cron("0 3 * * *"),
+    ]
+    assert trigger_ids(crons, "sync") == (
+        "*/5 * * * * Europe/Paris",
+        "nightly",
+        "*/5 * * * * Europe/Paris #2",
+        "0 3 * * * UTC",
+    )
+    with pytest.raises(ConfigurationError, match="two cron triggers are named 'nightly'"):
+        trigger_ids([Cron("0 3 * * *", name="nightly"), Cron("0 4 * * *", name="nightly")], "sync")

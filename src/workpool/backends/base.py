@@ -131,6 +131,15 @@ from collections.abc import Mapping, Sequence
 from types import EllipsisType
 from typing import Protocol
 
+from workpool.backends.ticks import (
+    SKIPPED_TICKS_KEPT,
+    TICK_OVERLAPS,
+    NewTick,
+    SkippedTickRecord,
+    SkipReason,
+    TickOverlap,
+    TickStarted,
+)
 from workpool.backends.values import (
     ACTIVE_STATES,
     MAX_FAILED_IDS,
@@ -160,6 +169,7 @@ from workpool.backends.values import (
     RunPage,
     RunRecord,
     RunState,
+    SetAside,
     StatsSnapshot,
     StepKind,
     StepRecord,
@@ -201,9 +211,17 @@ __all__ = [
     "WorkflowInfo",
     "QueueSettings",
     "ClaimResult",
+    "SetAside",
     "RenewResult",
     "Finish",
     "StepRecord",
+    "NewTick",
+    "TickOverlap",
+    "TICK_OVERLAPS",
+    "SkipReason",
+    "SkippedTickRecord",
+    "SKIPPED_TICKS_KEPT",
+    "TickStarted",
 ]
 
 
@@ -227,13 +245,18 @@ class Backend(Protocol):
         even if that run has since finished. Expired keys are replaced. Within one
         batch, a repeated (workflow, key) resolves to the first run of the batch.
         Enqueueing an id that already exists returns ``created=False`` and changes
-        nothing. A run with a ``debounce_key`` may collapse into an earlier one (see
-        "Debounce"). Wakes any worker blocked in ``wait_for_work`` on that queue.
+        nothing, before any gate or debounce key is looked at: so enqueue is idempotent
+        by run id, and a client may send a call again when its reply was lost (the
+        repeat is neither skipped at its own gate nor collapsed). A run with a
+        ``debounce_key`` may collapse into an earlier one (see "Debounce"). Wakes any
+        worker blocked in ``wait_for_work`` on that queue.
 
         Batches (see "Batches"): either no run has a ``batch_id``, or all have the same
         one (else ValueError). With ``batch``, it is created with the runs (their
-        ``batch_id`` must be its id; ValueError if a batch of that id exists); closed and
-        without runs stored, it completes at once. Without ``batch``, the runs are added
+        ``batch_id`` must be its id; ValueError if a batch of that id exists, unless it
+        holds one of these runs: then the call is a repeat of the one that created it,
+        and adds what is not stored yet); closed and without runs stored, it completes
+        at once. Without ``batch``, the runs are added
         to their batch, which must exist (else ``BatchNotFoundError``) and be open, or
         closed but ``added_by`` a run of it that has not ended (which keeps it from
         completing: a run adding to its own batch), else ``BatchClosedError``; nothing is
@@ -301,6 +324,9 @@ class Backend(Protocol):
            running runs (none if paused). Each taken run becomes ``running``:
            ``attempts += 1``, ``started_at = now``, a new lease token, its claim count
            (``fence``) + 1, lease expiry ``now + lease_seconds``.
+
+        A run whose stored record is corrupt (a field missing or malformed) is set aside,
+        never leased, and every other run is served: see ``ClaimResult.set_aside``.
 
         Isolation: a run whose worker died (or stalled past its lease) may have been
         killed by another run the worker held. Running it alone next attributes its
@@ -395,7 +421,13 @@ class Backend(Protocol):
         ...
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """Store an event for a run, in ONE atomic operation.
 
@@ -408,7 +440,9 @@ class Backend(Protocol):
         ``key`` (``Finish.events``), it becomes ``queued`` now as when an awaited child
         ends: out of its timer, through its rate limits and gate, its queue's workers
         woken. Events are kept until taken or until ``purge`` deletes the run; ``rerun``
-        does not copy them.
+        does not copy them. A run woken so, with a ``trace_context`` (opaque text: the
+        sender's span), stores it in the same operation, and its next claim returns it
+        as ``ClaimedRun.woken_by``.
         """
         ...
 
@@ -423,6 +457,13 @@ class Backend(Protocol):
         """The run's status and the value it published under ``key``, in one read (so a
         terminal status with no value means it never will have one); None if there is
         no such run."""
+        ...
+
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """Every value the run published (``set_event``): key -> its latest value (JSON
+        text), ordered by key, in one read. Empty if it published none, or if there is
+        no such run (``get_run`` tells which). For people (``runs show``, the
+        dashboard): a run's keys are few, and the read is O(their number)."""
         ...
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
@@ -466,13 +507,24 @@ class Backend(Protocol):
         """
         ...
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """Store each given record of ``app`` whose name has no record, with
+        ``updated_at = now``, in ONE operation; a record present (whoever wrote it) is
+        left as it is. Returns the restored names, sorted. A live worker calls it when
+        its heartbeat finds its records missing (the store lost them)."""
+        ...
+
     async def list_workflows(self) -> list[WorkflowInfo]:
         """Every registered workflow, by name."""
         ...
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         """Store ``worker``'s record (replacing its last one) and delete the records
-        expired at ``now``, in ONE operation."""
+        expired at ``now``, in ONE operation; return the names among
+        ``worker.workflows`` that have no registry record, sorted (none: an empty
+        list), so the worker can restore them (``restore_registry``)."""
         ...
 
     async def remove_worker(self, worker_id: str) -> None:
@@ -503,13 +555,47 @@ class Backend(Protocol):
         """
         ...
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
-        """Hand leases back (graceful shutdown): each held run becomes ``queued`` now.
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        """Start a cron tick's run unless its trigger's overlap policy skips it, in ONE
+        operation.
 
-        One operation; no lease loss is counted. ``attempts`` is not changed back,
-        unless ``started`` is False (the worker claimed the runs ahead and never began
-        them): then the next claim of each takes the same attempt again, as a resumed
-        run does. A run with a cancel request ends ``canceled`` instead (hooks fire).
+        A trigger's latest run is the run that ``start_tick`` last created for its
+        (workflow, trigger); it is active unless it ended (or is gone). In order:
+
+        1. The run's idempotency key is held (another leader started this tick): return
+           that run, ``created`` False; nothing is written.
+        2. ``skip``: the latest run is active; ``buffer_one``: it is active and has not
+           started (``queued`` or ``scheduled`` with no execution yet). Then store
+           nothing but a ``SkippedTickRecord`` (reason ``previous_run_active`` or
+           ``buffer_full``, ``run_id`` the latest run, ``recorded_at`` now), keep the
+           newest ``SKIPPED_TICKS_KEPT`` of the (workflow, trigger), and return it in
+           ``skipped``. ``allow_all`` never skips. Runs of other triggers, or enqueued
+           otherwise, are not looked at: a full gate does not skip a tick.
+        3. Else enqueue the run as ``enqueue`` does (it may wait at its gate, or for its
+           rate limits), make it the trigger's latest run and return it, ``created``.
+
+        ValueError, writing nothing, for a time that cannot be stored (the run's, now,
+        ``scheduled_at``), an empty trigger or an unknown overlap.
+        """
+        ...
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        """The newest ``limit`` (>= 1) skipped ticks kept (of ``workflow``, or of every
+        workflow), latest ``scheduled_at`` first."""
+        ...
+
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
+        """Hand leases back (graceful shutdown, or runs held ahead and never begun): each
+        held run becomes ``queued`` now.
+
+        One operation; no lease loss is counted. A hand-back is not an attempt: the next
+        claim of each run takes the same attempt again, as a resumed run does (its
+        ``attempt_time`` kept; ``executions`` counts every claim). ``attempt_used``:
+        the attempt counts as used (a handler over its time limit), so the next claim
+        starts a new one. A run with a cancel request ends ``canceled`` instead (hooks
+        fire).
         """
         ...
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from workpool.backends.base import Finish, NewBatch, NewRun, StepRecord
+from workpool.backends.base import TICK_OVERLAPS, Finish, NewBatch, NewRun, NewTick, StepRecord
 from workpool.backends.values import MAX_RANK_OFFSET
 from workpool.validation import MAX_TIMEOUT, storable_time
 
@@ -38,6 +38,23 @@ def check_new_runs(runs: Sequence[NewRun], now: float) -> None:
             )
         if run.debounce_key is not None:
             _check_debounced(run)
+
+
+def check_tick(tick: NewTick, now: float) -> None:
+    """Refuse a cron tick with a bad run, time, trigger id or overlap policy."""
+    check_new_runs([tick.run], now)
+    _check(tick.run.id, "the tick's scheduled_at", tick.scheduled_at)
+    if not tick.trigger:
+        raise ValueError(f"run {tick.run.id}: the tick's trigger is empty; nothing was written")
+    if tick.run.skip_if_busy:
+        raise ValueError(
+            f"run {tick.run.id}: a tick's run does not skip_if_busy; nothing was written"
+        )
+    if tick.overlap not in TICK_OVERLAPS:
+        raise ValueError(
+            f"run {tick.run.id}: the tick's overlap {tick.overlap!r} is not one of "
+            f"{', '.join(TICK_OVERLAPS)}; nothing was written"
+        )
 
 
 def _check_debounced(run: NewRun) -> None:

@@ -59,6 +59,8 @@ class CompletionHook:
     """The hook run's ``priority`` (see ``NewRun``)."""
     rank_offset: float = 0.0
     """The hook run's ``rank_offset`` (see ``NewRun``)."""
+    trace_context: str | None = None
+    """The hook run's ``trace_context`` (see ``NewRun``), stored with it as given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,11 @@ class NewRun:
     debounce_until: float | None = None
     """For a debounced run: the latest its start may move to (first enqueue + the most
     wait), or None (no limit)."""
+    trace_context: str | None = None
+    """Opaque text (the tracing module's: the W3C trace context of the span that
+    enqueued the run), stored in the enqueue's own write and returned by every claim
+    (``ClaimedRun.trace_context``); None: tracing was off. A debounce that collapses
+    into an earlier run, or an idempotency key that finds one, keeps the earlier's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +182,9 @@ class RunRecord:
     """The limit of the run's concurrency gate, if it has one."""
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+    rate_reserved: bool = False
+    """Scheduled at the start its rate limits reserved for it (not yet used): it waits
+    for a rate limit, not for a time its enqueuer gave."""
     timeout: float | None = None
     """The run's own limit on one attempt's execution, in seconds, if it was given one."""
     progress: str | None = None
@@ -331,6 +341,12 @@ class ClaimedRun:
     (0 for a new attempt), so a time limit counts execution, not waiting."""
     batch_id: str | None = None
     """The batch the run belongs to, if any."""
+    trace_context: str | None = None
+    """``NewRun.trace_context``, as stored."""
+    woken_by: str | None = None
+    """``"<claim> <trace context>"``: the ``trace_context`` given to the ``send_event``
+    that last woke the run, after the number of the claim that wake-up led to (compare
+    ``fence``: an older one is not this execution's); None if none did."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +381,15 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SetAside:
+    """A run set aside because its stored record is corrupt."""
+
+    run_id: str
+    problem: str
+    """What is wrong, naming the field (e.g. "field 'attempts' is not a number: 'x'")."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimResult:
     """What ``claim`` returns."""
 
@@ -379,6 +404,10 @@ class ClaimResult:
     the served workflows in these queues that this claim did not take (None: there are
     none): a busy worker stops claiming to become free for them when they have waited
     too long."""
+    set_aside: tuple[SetAside, ...] = ()
+    """Runs whose stored record was found corrupt (by this claim or by any operation
+    since the last claim that reported some) and set aside: out of every queue index,
+    never claimed again, left as stored for inspection. Each is reported once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,8 @@ from rich.console import Console
 
 from workpool.app import Workpool
 from workpool.backends import sqlite_path
-from workpool.errors import RunNotFoundError, RunStateError, WorkpoolError
+from workpool.errors import ConfigurationError, RunNotFoundError, RunStateError, WorkpoolError
+from workpool.validation import MAX_COUNT, MAX_TIMEOUT, parse_count, short_repr
 
 T = TypeVar("T")
 
@@ -46,6 +48,57 @@ URL_OPTION = click.option(
 JSON_OPTION = click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object instead (for scripts)."
 )
+
+
+class WholeNumber(click.ParamType[int | None, Any]):
+    """A whole number from ``minimum`` to ``maximum`` (with ``none``: or 'none', which
+    gives None); anything else (a float, NaN, a number too large to store) is a usage
+    error naming the range, never a traceback."""
+
+    name = "integer"
+
+    def __init__(
+        self, minimum: int = 0, maximum: int = MAX_COUNT, *, none: str | None = None
+    ) -> None:
+        self.minimum, self.maximum, self.none = minimum, maximum, none
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | None:
+        if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value  # a default
+        try:
+            return parse_count(
+                str(value), what="", minimum=self.minimum, maximum=self.maximum, none=self.none
+            )
+        except ConfigurationError as error:
+            self.fail(str(error), param, ctx)
+
+
+class Seconds(click.ParamType[float, Any]):
+    """A number of seconds from ``minimum`` to ``maximum`` (NaN and infinities are
+    usage errors, not a traceback from ``timedelta``)."""
+
+    name = "seconds"
+
+    def __init__(self, minimum: float = 0.0, maximum: float = MAX_TIMEOUT) -> None:
+        self.minimum, self.maximum = minimum, maximum
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not self.minimum <= seconds <= self.maximum:  # NaN too
+            self.fail(
+                f"must be a number of seconds from {self.minimum:g} to {self.maximum:g}, got "
+                f"{short_repr(value)}",
+                param,
+                ctx,
+            )
+        return seconds
 
 
 def fail(message: str, code: int) -> NoReturn:

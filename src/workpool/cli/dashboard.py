@@ -10,7 +10,14 @@ from click.core import ParameterSource
 
 from workpool.app import Workpool
 from workpool.backends import describe_store
-from workpool.cli.common import URL_OPTION, CommandRefusedError, fail, require_store
+from workpool.cli.common import (
+    URL_OPTION,
+    CommandRefusedError,
+    Seconds,
+    WholeNumber,
+    fail,
+    require_store,
+)
 from workpool.cli.worker import load_pool
 from workpool.errors import ConfigurationError
 
@@ -23,7 +30,7 @@ EXTRA = frozenset({"starlette", "uvicorn", "jinja2"})
 @URL_OPTION
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
-    "--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="0: any free."
+    "--port", default=8080, show_default=True, type=WholeNumber(0, 65535), help="0: any free."
 )
 @click.option(
     "--token",
@@ -42,7 +49,7 @@ EXTRA = frozenset({"starlette", "uvicorn", "jinja2"})
     "--refresh-seconds",
     default=2.0,
     show_default=True,
-    type=click.FloatRange(0.2, 3600),
+    type=Seconds(0.2, 3600),
     help="How often open pages read the backend again.",
 )
 def dashboard(

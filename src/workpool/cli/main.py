@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.migrate import migrate
 from workpool.cli.queues import queues
@@ -24,6 +25,7 @@ cli.add_command(runs)
 cli.add_command(steps)
 cli.add_command(stats)
 cli.add_command(workflows)
+cli.add_command(cron)
 cli.add_command(dashboard)
 cli.add_command(migrate)
 

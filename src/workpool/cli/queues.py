@@ -15,6 +15,7 @@ from workpool.cli.common import (
     JSON_OPTION,
     URL_OPTION,
     CommandRefusedError,
+    WholeNumber,
     console,
     echo_json,
     run_with_pool,
@@ -145,20 +146,12 @@ def resume(queue: str, url: str | None) -> None:
 
 @queues.command(name="set")
 @click.argument("queue")
-@click.argument("max_parallelism", metavar="MAX_PARALLELISM")
+@click.argument("max_parallelism", metavar="MAX_PARALLELISM", type=WholeNumber(0, none="no limit"))
 @CREATE_OPTION
 @URL_OPTION
-def set_limit(queue: str, max_parallelism: str, create: bool, url: str | None) -> None:
+def set_limit(queue: str, max_parallelism: int | None, create: bool, url: str | None) -> None:
     """Let at most MAX_PARALLELISM runs of QUEUE run at once ('none': no limit)."""
-    if max_parallelism.lower() == "none":
-        limit = None
-    elif max_parallelism.isdigit():
-        limit = int(max_parallelism)
-    else:
-        raise click.BadParameter(
-            f"{max_parallelism!r} is not a whole number >= 0 or 'none'",
-            param_hint="MAX_PARALLELISM",
-        )
+    limit = max_parallelism
     _run(
         url, queue, lambda pool: pool.set_max_parallelism(queue, limit), create=create, verb="limit"
     )

@@ -1,5 +1,5 @@
-"""``workpool runs list|show|cancel|retry|send-event`` and ``workpool steps``: find and act
-on runs."""
+"""``workpool runs list|show|cancel|retry|send-event|get-event`` and ``workpool steps``:
+find and act on runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import shlex
 import textwrap
 from datetime import UTC, datetime
-from typing import get_args
+from typing import Any, get_args
 
 import click
 from click.core import ParameterSource
@@ -16,7 +16,15 @@ from rich.table import Table
 from rich.text import Text
 
 from workpool.app import MAX_PAGE, Workpool
-from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
+from workpool.cli.common import (
+    JSON_OPTION,
+    URL_OPTION,
+    CommandRefusedError,
+    WholeNumber,
+    console,
+    echo_json,
+    run_with_pool,
+)
 from workpool.cli.formatting import (
     NONE,
     duration,
@@ -42,7 +50,8 @@ OUTPUT_PREVIEW = 200
 
 @click.group()
 def runs() -> None:
-    """List runs, show one, cancel or retry one, send one an event."""
+    """List runs, show one, cancel or retry one, send one an event, read a value one
+    published."""
 
 
 @runs.command(name="list")
@@ -53,7 +62,7 @@ def runs() -> None:
     "--limit",
     default=DEFAULT_LIMIT,
     show_default=True,
-    type=click.IntRange(1, MAX_PAGE),
+    type=WholeNumber(1, MAX_PAGE),
     help="Runs per page.",
 )
 @click.option("--cursor", help="Where the next page starts (printed under each full page).")
@@ -148,19 +157,25 @@ def show(run_id: str, as_json: bool, url: str | None) -> None:
     then the input and output as indented JSON and the error with its traceback.
     --json prints the run as one JSON object (times in UTC, ISO 8601).
     """
-    run, waiting = run_with_pool(url, lambda pool: _run_and_reason(pool, run_id))
+    run, waiting, events = run_with_pool(url, lambda pool: _run_and_reason(pool, run_id))
     if as_json:
-        echo_json({**jsonable(run), "waiting": waiting})
+        echo_json({**jsonable(run), "waiting": waiting, "events": events})
         return
-    _print_run(console(), run, datetime.now(UTC), waiting)
+    _print_run(console(), run, datetime.now(UTC), waiting, events)
 
 
-async def _run_and_reason(pool: Workpool, run_id: str) -> tuple[Run, str | None]:
+async def _run_and_reason(pool: Workpool, run_id: str) -> tuple[Run, str | None, dict[str, Any]]:
     run = await pool.get_run(run_id)
-    return run, await pool.waiting_reason(run)
+    return run, await pool.waiting_reason(run), await pool.get_events(run_id)
 
 
-def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None) -> None:
+def _print_run(
+    out: Console,
+    run: Run,
+    now: datetime,
+    waiting: str | None = None,
+    events: dict[str, Any] | None = None,
+) -> None:
     fields = Table.grid(padding=(0, 2))
     fields.add_column(style="bold", no_wrap=True)
     fields.add_column()
@@ -206,6 +221,9 @@ def _print_run(out: Console, run: Run, now: datetime, waiting: str | None = None
         sections.append(("output", pretty_json(run.output)))
     if run.progress is not None:
         sections.append(("progress", pretty_json(run.progress)))
+    if events:
+        lines = (f"{key}: {one_line_json(value)}" for key, value in events.items())
+        sections.append(("events", "\n".join(lines)))
     if run.error is not None:
         error = f"{run.error.type}: {run.error.message}"
         if run.error.traceback:
@@ -266,6 +284,47 @@ def send_event(run_id: str, key: str, payload: str, event_id: str | None, url: s
         click.echo(f"run {run_id}: event {key!r} sent")
     else:
         click.echo(f"run {run_id}: event {event_id!r} was sent before; not sent again")
+
+
+@runs.command(name="get-event")
+@click.argument("run_id")
+@click.argument("key")
+@click.option(
+    "--timeout",
+    default=0.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="Seconds to wait for a value while the run is active (0: read once).",
+)
+@URL_OPTION
+def get_event(run_id: str, key: str, timeout: float, url: str | None) -> None:
+    """Print the value run RUN_ID published under KEY (ctx.set_event), as JSON.
+
+    The latest value; with --timeout, waits up to that long for one while the run is
+    active. A run that published none under KEY (yet) exits 1, naming the keys it
+    did publish; an unknown run exits 1.
+    """
+
+    async def read(pool: Workpool) -> Any:
+        await pool.get_event(run_id, key, timeout)  # waits, if asked; unknown run: exit 1
+        events = await pool.get_events(run_id)  # tells a published null from none
+        if key in events:
+            return events[key]
+        state = (await pool.get_run(run_id)).status
+        published = ", ".join(map(repr, events)) or "none"
+        raise CommandRefusedError(
+            f"run {run_id} published no value under {key!r} (it {_state_words(state)}; "
+            f"it published {published})"
+        )
+
+    click.echo(pretty_json(run_with_pool(url, read)))
+
+
+def _state_words(state: str) -> str:
+    """``succeeded``, ``was canceled``, ``is running``: a run's state after "it"."""
+    if state in ("succeeded", "failed"):
+        return state
+    return "was canceled" if state == "canceled" else f"is {state}"
 
 
 @runs.command()

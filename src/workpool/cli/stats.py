@@ -15,8 +15,9 @@ from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run
 from workpool.cli.formatting import NONE, duration, jsonable, percent, short_time, table
 from workpool.models import RegisteredWorkflow
 from workpool.stats import MAX_WINDOW, Figures, Stats
+from workpool.validation import short_repr
 
-WINDOW_FORM = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+WINDOW_FORM = re.compile(r"(?:([0-9]+)h)?(?:([0-9]+)m)?(?:([0-9]+)s)?")
 
 
 def parse_window(ctx: click.Context, param: click.Parameter, value: str) -> timedelta:
@@ -26,7 +27,10 @@ def parse_window(ctx: click.Context, param: click.Parameter, value: str) -> time
     match = WINDOW_FORM.fullmatch(text)
     if not text or match is None:
         raise click.BadParameter(f"{value!r} is not a duration such as 30s, 5m, 1h or 1h30m")
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    parts = match.groups()
+    if any(len(part or "") > 6 for part in parts):  # timedelta would overflow
+        raise click.BadParameter(f"{short_repr(value)} must be more than 0 and at most 24h")
+    hours, minutes, seconds = (int(part or 0) for part in parts)
     window = timedelta(hours=hours, minutes=minutes, seconds=seconds)
     if not timedelta(0) < window <= MAX_WINDOW:
         raise click.BadParameter(f"{value!r} must be more than 0 and at most 24h")
@@ -179,7 +183,8 @@ def _retry_summary(policy: Any) -> str:
 
 
 def _cron_summary(triggers: list[Any]) -> str:
-    """The cron expressions, one per line, each with its time zone unless UTC."""
+    """The cron expressions, one per line, each with its time zone unless UTC, and its
+    overlap policy unless skip (the default)."""
     parts = []
     for trigger in triggers:
         if not isinstance(trigger, dict):
@@ -187,5 +192,7 @@ def _cron_summary(triggers: list[Any]) -> str:
             continue
         zone = trigger.get("timezone") or "UTC"
         expression = str(trigger.get("expression", "?"))
-        parts.append(expression if zone == "UTC" else f"{expression} ({zone})")
+        part = expression if zone == "UTC" else f"{expression} ({zone})"
+        overlap = trigger.get("overlap") or "skip"
+        parts.append(part if overlap == "skip" else f"{part} {overlap}")
     return "\n".join(parts) or NONE

@@ -16,15 +16,22 @@ from pathlib import Path
 import click
 
 from workpool.app import Workpool
+from workpool.cli.common import Seconds, WholeNumber
 from workpool.errors import WorkpoolError
 from workpool.logs import apply_level, configure_handler
 from workpool.worker import Worker
 from workpool.worker.supervisor import (
     EXIT_RECYCLE,
+    EXIT_UNLOADABLE,
     SUPERVISOR_OPTION,
     Supervisor,
     SupervisorLink,
 )
+
+MAX_PROCESSES = 1024
+"""Most worker processes one ``workpool worker --processes`` runs: more than a host
+uses well (each process has its own event loop, connections and slots); a typo such
+as 99999 would otherwise fork until the host gives out."""
 
 
 def load_pool(target: str) -> Workpool:
@@ -36,7 +43,9 @@ def load_pool(target: str) -> Workpool:
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise click.BadParameter(f"cannot import {module_name!r}: {error}") from error
+        raise click.BadParameter(
+            f"cannot import {module_name!r}: {error}\n{_where_modules_come_from()}"
+        ) from error
     pools = sorted(name for name, value in vars(module).items() if isinstance(value, Workpool))
     found = f"the Workpool it defines: {', '.join(pools)}" if pools else "it defines no Workpool"
     if not hasattr(module, attribute):
@@ -51,13 +60,23 @@ def load_pool(target: str) -> Workpool:
     return pool
 
 
+def _where_modules_come_from() -> str:
+    """The hint for an import error: where the module was looked for."""
+    path = os.environ.get("PYTHONPATH")
+    return (
+        f"The worker imports MODULE from the working directory ({Path.cwd()}) and from "
+        f"PYTHONPATH ({path or 'not set'}) besides the installed packages: start it in "
+        "your project's directory, or set PYTHONPATH to the directory that holds MODULE."
+    )
+
+
 @click.command()
 @click.argument("pool_path", metavar="MODULE:POOL")
 @click.option("--queues", default="default", show_default=True, help="Comma-separated queues.")
-@click.option("--concurrency", default=10, show_default=True, type=click.IntRange(min=1))
-@click.option("--lease-seconds", default=20.0, show_default=True, type=click.FloatRange(min=1))
-@click.option("--renew-seconds", default=2.0, show_default=True, type=click.FloatRange(min=0.05))
-@click.option("--shutdown-grace", default=30.0, show_default=True, type=click.FloatRange(min=0))
+@click.option("--concurrency", default=10, show_default=True, type=WholeNumber(1))
+@click.option("--lease-seconds", default=20.0, show_default=True, type=Seconds(1))
+@click.option("--renew-seconds", default=2.0, show_default=True, type=Seconds(0.05))
+@click.option("--shutdown-grace", default=30.0, show_default=True, type=Seconds(0))
 @click.option(
     "--log-level",
     default=None,
@@ -72,7 +91,7 @@ def load_pool(target: str) -> Workpool:
 )
 @click.option(
     "--metrics-port",
-    type=click.IntRange(min=1, max=65535),
+    type=WholeNumber(1, 65535),
     default=None,
     help="Serve Prometheus metrics over HTTP at /metrics on this port (default: none).",
 )
@@ -86,20 +105,20 @@ def load_pool(target: str) -> Workpool:
     "--metrics-refresh-seconds",
     default=15.0,
     show_default=True,
-    type=click.FloatRange(min=0.1),
+    type=Seconds(0.1),
     help="How often the queue gauges are read from the backend (with --metrics-port).",
 )
 @click.option(
     "--processes",
     default=1,
     show_default=True,
-    type=click.IntRange(min=1),
+    type=WholeNumber(1, MAX_PROCESSES),
     help="Worker processes, each with --concurrency slots, under one supervisor that "
     "starts again one that dies (1: this process is the worker).",
 )
 @click.option(
     "--max-runs-per-process",
-    type=click.IntRange(min=1),
+    type=WholeNumber(1),
     default=None,
     help="Replace a worker process by a fresh one once it has started this many runs "
     "(they finish first); implies a supervisor, even for one process (default: never).",
@@ -135,7 +154,13 @@ def worker(
         apply_level(log_level)
         sys.exit(_supervise(click.get_current_context(), processes, shutdown_grace))
     link = None if supervisor_pipes is None else SupervisorLink.parse(supervisor_pipes)
-    pool = load_pool(pool_path)
+    try:
+        pool = load_pool(pool_path)
+    except click.BadParameter as error:
+        if link is None:
+            raise
+        error.show()  # then tell the supervisor that no process can start
+        sys.exit(EXIT_UNLOADABLE)
     apply_level(log_level)  # after the pool: the command line wins over its option
     try:
         process = pool.worker(

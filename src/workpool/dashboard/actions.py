@@ -13,6 +13,7 @@ from workpool.app import Workpool
 from workpool.dashboard.forms import read_form
 from workpool.dashboard.pages import base_path, run_path
 from workpool.dashboard.rendering import Renderer
+from workpool.validation import parse_count
 
 CANCEL_REASON = "canceled from the dashboard"
 CANCEL_NOTICES = {"canceled": "canceled", "requested": "cancel-requested", "finished": "finished"}
@@ -37,15 +38,9 @@ class Actions:
 
     async def limit(self, request: Request) -> Response:
         form = await read_form(request, self.renderer.options)
-        text = form.get("max_parallelism", "").strip().lower()
-        if text in ("", "none"):
-            limit = None
-        elif text.isdigit():
-            limit = int(text)
-        else:
-            raise HTTPException(
-                400, f"max_parallelism is a whole number >= 0, or empty for none, not {text!r}"
-            )
+        limit = parse_count(  # ConfigurationError: 400 with its message
+            form.get("max_parallelism", ""), what="max_parallelism", none="empty: no limit"
+        )
         await self.pool.set_max_parallelism(_field(form, "queue"), limit)
         return _back_to_overview(request, "limited")
 

@@ -11,6 +11,17 @@ from workpool.backends.base import MinuteCounters, PairCounters
 
 MINUTES = 60
 """Minutes a chart covers, the current one included."""
+TIME_TICKS: tuple[tuple[str, float], ...] = (
+    ("60 min ago", 0.0),
+    ("45 min", 0.25),
+    ("30 min", 0.5),
+    ("15 min", 0.75),
+    ("now", 1.0),
+)
+"""The time axis of the overview's chart: each label and where it is, as a share of
+the width (the stylesheet places the labels at the same shares)."""
+ROUND_STEPS = (1, 2, 3, 4, 5, 6, 8, 10)
+"""The first digits a scale's middle line may have (times a power of ten)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +89,60 @@ class Hour:
         return self.completed / len(self.minutes) if self.minutes else 0.0
 
     @property
+    def rate_text(self) -> str:
+        """The pace of the hour in words that never read "0.0": "56 per minute",
+        "0.75 per minute", or for a quiet hour "1 every 30 min"."""
+        rate = self.per_minute
+        if not self.completed:
+            return "none in the last hour"
+        if rate >= 10:
+            return f"{rate:.0f} per minute"
+        if rate >= 1:
+            return f"{rate:.1f} per minute"
+        if rate >= 0.1:
+            return f"{rate:.2g} per minute"
+        return f"1 every {round(len(self.minutes) / self.completed)} min"
+
+    @property
     def peak(self) -> int:
         return max((minute.completed for minute in self.minutes), default=0)
 
-    def bars(self, width: float, height: float) -> list[tuple[Minute, list[Rect]]]:
+    @property
+    def scale_top(self) -> int:
+        """The top of the chart's scale: twice the smallest round number (1, 2, 3, 4,
+        5, 6 or 8 times a power of ten) that is at least half the busiest minute, so
+        that the middle line is round too; 0 for an empty hour."""
+        if not self.peak:
+            return 0
+        power = 1
+        while True:
+            for step in ROUND_STEPS:
+                if 2 * step * power >= self.peak:
+                    return 2 * step * power
+            power *= 10
+
+    @property
+    def time_ticks(self) -> tuple[tuple[str, float], ...]:
+        """The labels of the time axis and their places (``TIME_TICKS``)."""
+        return TIME_TICKS
+
+    @property
+    def scale(self) -> list[int]:
+        """The scale's labels, top first: runs per minute at the top, middle and bottom."""
+        top = self.scale_top
+        return [top, top // 2, 0] if top else [0]
+
+    def bars(
+        self, width: float, height: float, *, scaled: bool = False
+    ) -> list[tuple[Minute, list[Rect]]]:
         """Each minute with its stacked rectangles (succeeded at the bottom, then
-        canceled, then failed), scaled so the busiest minute fills ``height``."""
+        canceled, then failed), scaled so the busiest minute fills ``height``, or, if
+        ``scaled``, so that ``scale_top`` does."""
         if not self.minutes:
             return []
         step = width / len(self.minutes)
-        scale = height / self.peak if self.peak else 0.0
+        ceiling = self.scale_top if scaled else self.peak
+        scale = height / ceiling if ceiling else 0.0
         drawn = []
         for index, minute in enumerate(self.minutes):
             rects, top = [], height

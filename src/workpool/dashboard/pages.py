@@ -24,6 +24,7 @@ from workpool.dashboard.runs import (
 )
 from workpool.dashboard.workflows import read_workflows
 from workpool.models import RunState
+from workpool.validation import parse_count
 
 NOTICES = {
     "paused": "Queue paused: its running runs finish; no new run of it starts.",
@@ -88,14 +89,14 @@ def _filters(request: Request) -> Filters:
     status = params.get("status") or None
     if status is not None and status not in STATUSES:
         raise HTTPException(400, f"unknown status {status!r}: one of {', '.join(STATUSES)}")
-    limit = params.get("limit", str(PAGE_SIZE))
-    if not limit.isdigit() or not 1 <= int(limit) <= MAX_PAGE_SIZE:
-        raise HTTPException(400, f"limit is a whole number from 1 to {MAX_PAGE_SIZE}")
+    limit = parse_count(
+        params.get("limit", str(PAGE_SIZE)), what="limit", minimum=1, maximum=MAX_PAGE_SIZE
+    )
     return Filters(
         status=cast(RunState | None, status),
         queue=params.get("queue") or None,
         workflow=params.get("workflow") or None,
-        limit=int(limit),
+        limit=PAGE_SIZE if limit is None else limit,  # (None only where 'none' is allowed)
     )
 
 

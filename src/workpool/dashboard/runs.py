@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import get_args
+from typing import Any, get_args
 
 from workpool.app import Workpool
 from workpool.dashboard.timeline import StepRow, timeline
@@ -50,12 +50,14 @@ class RunsPage:
 
 @dataclass(frozen=True, slots=True)
 class RunDetail:
-    """One run, its steps and the reason it waits, if it does."""
+    """One run, its steps, the reason it waits (if it does) and what it published."""
 
     run: Run
     steps: list[StepRow]
     waiting: str | None
     at: datetime
+    events: dict[str, Any] = field(default_factory=dict)
+    """The values the run published (``ctx.set_event``), by key."""
 
 
 async def read_runs(
@@ -91,9 +93,11 @@ async def find_run(pool: Workpool, run_id: str) -> Run | None:
 
 
 async def read_run(pool: Workpool, run_id: str) -> RunDetail:
-    """A run, its steps and why it waits; RunNotFoundError if there is none."""
+    """A run, its steps, why it waits and the values it published; RunNotFoundError if
+    there is none."""
     run = await pool.get_run(run_id)
     steps = await pool.get_steps(run_id)
     now = datetime.fromtimestamp(pool.settings.clock.now(), UTC)
     waiting = await pool.waiting_reason(run)
-    return RunDetail(run, timeline(steps, now), waiting, now)
+    events = await pool.get_events(run_id)
+    return RunDetail(run, timeline(steps, now), waiting, now, events)

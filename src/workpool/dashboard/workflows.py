@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from workpool.app import Workpool
+from workpool.backends.base import SKIPPED_TICKS_KEPT
+from workpool.client import MAX_PAGE
 from workpool.dashboard.crons import Trigger, triggers
 from workpool.errors import ConfigurationError
 from workpool.models import RegisteredWorkflow
@@ -20,7 +22,7 @@ from workpool.options import RetryPolicy
 from workpool.registry import registered_rate_limits
 
 CRON_RUNS = 200
-"""Newest runs of a cron workflow read to tell its last ticks fired or skipped."""
+"""Newest runs of a cron workflow read to tell which of its last ticks fired."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +39,8 @@ class WorkflowView:
 
 
 async def read_workflows(pool: Workpool) -> list[WorkflowView]:
-    """Every registered workflow, by name (one ``list_workflows`` read, and one page of
-    ``list_runs`` per workflow that has crons)."""
+    """Every registered workflow, by name (one ``list_workflows`` read, and per workflow
+    that has crons, one page of ``list_runs`` and its kept skipped ticks)."""
     now = pool.settings.clock.now()
     views = []
     for registered in await pool.list_workflows():
@@ -50,7 +52,11 @@ async def read_workflows(pool: Workpool) -> list[WorkflowView]:
             covered = registered.updated_at.timestamp()
             if page.cursor is not None:
                 covered = max(covered, page.runs[-1].created_at.timestamp())
-            found = triggers(registered.cron, page.runs, covered, now)
+            skipped = await pool.list_skipped_ticks(
+                workflow=registered.name,
+                limit=min(MAX_PAGE, SKIPPED_TICKS_KEPT * len(registered.cron)),
+            )
+            found = triggers(registered.cron, page.runs, skipped, covered, now)
         views.append(
             WorkflowView(
                 registered=registered,

@@ -7,7 +7,8 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from workpool.builder import build_new_run
+from workpool import tracing
+from workpool.builder import build_new_run, sent_runs
 from workpool.definitions import PreparedRun
 from workpool.engine.environment import StepEnvironment, check_lease
 
@@ -24,13 +25,20 @@ async def add_to_own_batch(
     check_lease(env, f"add to its batch ({name!r})")
     run_id = env.lease.run_id
     now = env.settings.clock.now()
-    new_runs = [
-        build_new_run(
-            env.registry, env.settings, _keyed(run, run_id, name, position), now, batch_id=batch_id
-        )
-        for position, run in enumerate(runs)
-    ]
-    stored = await env.backend.enqueue(new_runs, now, added_by=run_id)
+    with tracing.sending([run.workflow for run in runs], batch=True) as sending:
+        new_runs = [
+            build_new_run(
+                env.registry,
+                env.settings,
+                _keyed(run, run_id, name, position),
+                now,
+                batch_id=batch_id,
+                trace_context=sending.context,
+            )
+            for position, run in enumerate(runs)
+        ]
+        stored = await env.backend.enqueue(new_runs, now, added_by=run_id)
+        sending.sent(sent_runs(new_runs, stored))
     return [outcome.run_id for outcome in stored]
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -12,10 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from workpool import tracing
 from workpool.backends.base import ClaimedRun, Finish
 from workpool.definitions import Workflow
 from workpool.engine.context import CancelRequestedError, RunContext
-from workpool.engine.environment import LeaseLost, SuspendRun
+from workpool.engine.environment import LeaseLost, SuspendRun, check_lease
 from workpool.engine.steps import Steps
 from workpool.engine.threads import HandlerThreads
 from workpool.errors import (
@@ -29,6 +32,8 @@ from workpool.errors import (
 from workpool.options import RetryPolicy
 from workpool.retry import backoff_seconds, should_retry
 from workpool.serialization import check_size, error_json
+
+logger = logging.getLogger("workpool.worker")
 
 OUTAGE_RETRY_SECONDS = 5.0
 """A run whose execution failed because the backend was unreachable runs again this
@@ -44,10 +49,14 @@ class Execution:
     now: Callable[[], float]
     rng: random.Random
     max_payload_bytes: int
+    trace_links: bool = False
+    """Executions link to the span that enqueued their run instead of being its
+    children (``Settings.trace_links``)."""
 
 
 def permanent_failure(claimed: ClaimedRun, error: BaseException) -> Finish:
     """A failure that is never retried."""
+    tracing.record_error(error)
     return Finish(claimed.lease, "failed", error=error_json(error))
 
 
@@ -103,8 +112,49 @@ async def execute(
     """Run the handler once; return the Finish to report.
 
     Raises ``asyncio.CancelledError`` when the task was cancelled for another reason
-    than a cancel request (lease lost, shutdown): the caller then writes nothing.
+    than a cancel request (lease lost, shutdown), or the local lease ran out before the
+    handler could start (a stall since the claim): the caller then writes nothing.
+    With tracing on, the execution is a CONSUMER span (see ``workpool.tracing``).
     """
+    _check_lease_before_start(ctx)
+    traced = tracing.tracer()
+    if traced is None:
+        return await _execute(workflow, claimed, ctx, env, traced=False)
+    with tracing.processing(
+        traced,
+        run_id=claimed.lease.run_id,
+        workflow=claimed.workflow,
+        queue=claimed.queue,
+        attempt=claimed.attempt,
+        trace_context=claimed.trace_context,
+        links_only=env.trace_links,
+        woken_by=claimed.woken_by,
+        claim=claimed.fence,
+    ) as span:
+        try:
+            finish = await _execute(workflow, claimed, ctx, env, traced=True)
+        except asyncio.CancelledError:
+            tracing.abandoned(span)
+            raise
+        tracing.ended(
+            span,
+            finish.status,
+            timed_out=ctx.timed_out,
+            wake_at=finish.wake_at,
+            waiting_on=finish.waiting_on,
+            events=finish.events,
+        )
+        return finish
+
+
+async def _execute(
+    workflow: Workflow[Any, Any],
+    claimed: ClaimedRun,
+    ctx: RunContext,
+    env: Execution,
+    *,
+    traced: bool,
+) -> Finish:
     try:
         value = workflow.decode_input(claimed.input)
     except (ValueError, ValidationError) as error:
@@ -113,7 +163,7 @@ async def execute(
     limit = attempt_timeout(workflow, claimed)
     deadline = None if limit is None else _Deadline(ctx, claimed, limit)
     try:
-        result = await _call(workflow, ctx, value, env)
+        result = await _call(workflow, ctx, value, env, traced)
     except BaseException as error:  # every way a handler can end but returning
         if deadline is not None and ctx.timed_out:
             return _failure(claimed, deadline.error(), env)
@@ -135,10 +185,28 @@ async def execute(
     return Finish(claimed.lease, "succeeded", output=output)
 
 
-async def _call(workflow: Workflow[Any, Any], ctx: RunContext, value: Any, env: Execution) -> Any:
+def _check_lease_before_start(ctx: RunContext) -> None:
+    """Start nothing for a run whose local lease ran out since its claim (the worker
+    stalled): another worker may have taken the run, even finished it. This covers the
+    replay of a resumed run too, which starts with its handler."""
+    if ctx._env is None:
+        return
+    try:
+        check_lease(ctx._env, "start its handler")
+    except LeaseLost as lost:
+        logger.warning("%s (the worker stalled since the claim)", lost)
+        raise asyncio.CancelledError from lost
+
+
+async def _call(
+    workflow: Workflow[Any, Any], ctx: RunContext, value: Any, env: Execution, traced: bool
+) -> Any:
     if workflow.is_async:
         return await workflow.handler(ctx, value)
-    future = env.threads.submit(workflow.handler, ctx, value)
+    if traced:  # the handler's thread runs in the execution's span
+        future = env.threads.submit(contextvars.copy_context().run, workflow.handler, ctx, value)
+    else:
+        future = env.threads.submit(workflow.handler, ctx, value)
     try:
         return await asyncio.wrap_future(future)
     except asyncio.CancelledError:
@@ -159,6 +227,7 @@ def _failure(claimed: ClaimedRun, error: Exception, env: Execution) -> Finish:
         )
     if policy is None or not should_retry(policy, claimed.attempt):
         return permanent_failure(claimed, error)
+    tracing.record_error(error)
     retry_at = env.now() + backoff_seconds(policy, claimed.attempt, env.rng)
     return Finish(claimed.lease, "retry", error=error_json(error), retry_at=retry_at)
 

@@ -20,9 +20,7 @@ environment and signals live in ``environment.py``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import inspect
-import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -30,9 +28,10 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, NoReturn
 
+from workpool import tracing
 from workpool.backends.base import NewRun, StepKind, StepRecord
-from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import RunOptions, Workflow
+from workpool.engine.children import child_result, child_run
 from workpool.engine.environment import (
     LeaseLost,
     StepEnvironment,
@@ -45,16 +44,15 @@ from workpool.errors import (
     DuplicateStepError,
     NonRetriableError,
     PayloadError,
-    RunCanceledError,
-    RunFailedError,
     StepTimeoutError,
 )
-from workpool.models import RunError
 from workpool.serialization import check_size, error_json, from_json, to_json
 from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
+REPLAYED = {"workpool.step.replayed": True}
+"""The attribute of a step's span when the step returned its saved result."""
 
 
 class Steps:
@@ -98,12 +96,14 @@ class Steps:
         """
         seconds = self._timeout(name, timeout)
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("run", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "run")
             if saved is not None and saved.status == "succeeded":
+                tracing.annotate(span, REPLAYED)
                 return from_json(saved.output)
             attempts = saved.attempts + 1 if saved is not None else 1
+            tracing.annotate(span, {"workpool.step.attempt": attempts})
             started = self._now()
             check_lease(self._env, name)
             try:
@@ -147,10 +147,12 @@ class Steps:
         seconds = self._timeout(name, timeout)
         RunOptions(queue=queue)  # checks the queue name as run() would
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("workflow", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "workflow")
-            if saved is None or saved.status not in ("waiting", "succeeded"):
+            if saved is not None and saved.status in ("waiting", "succeeded"):
+                tracing.annotate(span, REPLAYED)
+            else:
                 now = self._now()
                 waiting = StepRecord(
                     name,
@@ -160,8 +162,7 @@ class Steps:
                     now,
                     wake_at=now + seconds if seconds is not None else None,
                 )
-                new_run = self._child_run(name, child, input, queue=queue)
-                saved = await self._save(waiting, new_run)
+                saved = await self._start_child(waiting, child, input, queue=queue)
             if saved.status == "waiting":
                 if saved.wake_at is not None and self._now() >= saved.wake_at:
                     error = StepTimeoutError(
@@ -175,7 +176,7 @@ class Steps:
                     )
                     raise error
                 await self._suspend_until(saved.child_run_id, saved.wake_at)
-            return _child_result(saved, child)
+            return child_result(saved, child)
 
     async def emit_workflow(
         self,
@@ -197,14 +198,14 @@ class Steps:
             run_at=run_at, run_after=run_after, queue=queue, idempotency_key=idempotency_key
         )
         self._use_name(name)
-        with self._active():
+        with self._active(), tracing.step_span("emit", name) as span:
             saved = (await self._load()).get(name)
             self._check_kind(saved, name, "emit")
             if saved is None or saved.child_run_id is None:
                 now = self._now()
                 emitted = StepRecord(name, "emit", "succeeded", 1, now, finished_at=now)
-                new_run = self._child_run(
-                    name,
+                saved = await self._start_child(
+                    emitted,
                     child,
                     input,
                     queue=queue,
@@ -212,7 +213,8 @@ class Steps:
                     run_after=run_after,
                     idempotency_key=idempotency_key,
                 )
-                saved = await self._save(emitted, new_run)
+            else:
+                tracing.annotate(span, REPLAYED)
             assert saved.child_run_id is not None
             return saved.child_run_id
 
@@ -254,6 +256,10 @@ class Steps:
                 if step.wake_at is not None and now >= step.wake_at:
                     step = replace(step, status="succeeded", output="null", finished_at=now)
                 saved = await self._save(step, event=key)
+                tracing.note(
+                    "wait for event" if saved.status == "waiting" else "event taken",
+                    {"workpool.step": name, "workpool.event": key},
+                )
             if saved.status == "waiting":
                 await self._suspend_until(None, saved.wake_at, event=key)
             return from_json(saved.output)
@@ -281,6 +287,9 @@ class Steps:
                 now = self._now()
                 timer = StepRecord(name, "sleep", "waiting", 1, now, wake_at=wake_at_from(now))
                 saved = await self._save(timer)
+                tracing.note(
+                    "sleep", {"workpool.step": name, "workpool.sleep_until": timer.wake_at}
+                )
             assert saved.wake_at is not None
             remaining = saved.wake_at - self._now()
             if remaining <= 0:
@@ -347,18 +356,17 @@ class Steps:
                 f"now used as a {kind!r} step; step names must mean the same thing on replay"
             )
 
-    def _child_run(
-        self, name: str, child: Workflow[Any, Any] | str, input: Any, **options: Any
-    ) -> NewRun:
+    async def _start_child(
+        self, step: StepRecord, child: Workflow[Any, Any] | str, input: Any, **options: Any
+    ) -> StepRecord:
+        """Save ``step`` with the child run it starts (with tracing on, in a PRODUCER span
+        whose context the child keeps: its executions are under this step)."""
         child_name = child.name if isinstance(child, Workflow) else child
-        if options.get("idempotency_key") is None:
-            options["idempotency_key"] = self._child_key(name, child_name)
-        prepared = prepare_run(self._env.registry, child, input, **options)
-        return build_new_run(self._env.registry, self._env.settings, prepared, self._now())
-
-    def _child_key(self, step: str, child: str) -> str:
-        digest = hashlib.sha256(json.dumps([step, child]).encode()).hexdigest()[:32]
-        return f"step:{self._run_id}:{digest}"
+        with tracing.sending([child_name]) as sending:
+            new_run = child_run(self._env, step.name, (child, input), options, sending.context)
+            saved = await self._save(step, new_run)
+            sending.sent([(saved.child_run_id or new_run.id, new_run.queue, new_run.priority)])
+        return saved
 
     async def _call(
         self,
@@ -436,16 +444,3 @@ class Steps:
     @property
     def _limit(self) -> int:
         return self._env.settings.max_payload_bytes
-
-
-def _child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:
-    child_id = saved.child_run_id or "?"
-    if saved.status == "succeeded":
-        value = from_json(saved.output)
-        if isinstance(child, Workflow) and child.output_adapter is not None:
-            return child.output_adapter.validate_python(value)
-        return value
-    error = RunError.model_validate(from_json(saved.error) or {"type": "?", "message": ""})
-    if saved.status == "canceled":
-        raise RunCanceledError(child_id, error.message or None)
-    raise RunFailedError(child_id, error)

@@ -202,20 +202,41 @@ class ActiveRuns:
         if entry is None or entry.task.done():
             return None  # already finished: its outcome is on its way or written
         logger.warning("run %s abandoned (%s)", lease.run_id, reason)
+        self._stop(entry)
+        return entry
+
+    def _stop(self, entry: ActiveRun) -> None:
+        """Interrupt the handler of ``entry``, whose outcome is then not written."""
         entry.abandoned = True
         if entry.fence_timer is not None:
             entry.fence_timer.cancel()
         entry.task.cancel()
-        return entry
 
-    def abandon_unfinished(self, *, reason: str) -> list[Lease]:
-        """Abandon every run whose handler is still running; return their leases."""
-        leases = []
+    def hand_back_unfinished(self) -> tuple[list[Lease], list[Lease]]:
+        """Stop every run whose handler still runs (the worker shuts down); return the
+        leases to hand back, and those whose attempt is used: a handler past its time
+        limit (the others' next execution continues their attempt)."""
+        handed_back, used = [], []
         for entry in list(self._runs.values()):
-            if not entry.task.done() and not entry.abandoned:
-                self.abandon(entry.claimed.lease, reason=reason)
-                leases.append(entry.claimed.lease)
-        return leases
+            if entry.task.done() or entry.abandoned:
+                continue
+            if entry.ctx.timed_out:
+                logger.warning(
+                    "run %s abandoned (worker shutting down, its handler past its time "
+                    "limit): its attempt is used",
+                    entry.run_id,
+                )
+                used.append(entry.claimed.lease)
+            else:
+                logger.info(
+                    "run %s handed back (worker shutting down): its next execution "
+                    "continues attempt %d",
+                    entry.run_id,
+                    entry.claimed.attempt,
+                )
+                handed_back.append(entry.claimed.lease)
+            self._stop(entry)
+        return handed_back, used
 
     def request_cancel(self, lease: Lease) -> None:
         """Interrupt the run held under ``lease``, whose cancel was requested (async:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workpool.backends.base import Backend
+from workpool.backends.base import Backend, NewTick, SkippedTickRecord
 from workpool.builder import build_new_run
 from workpool.cron import Cron
+from workpool.decoding import skipped_tick
 from workpool.definitions import Workflow
 from workpool.registry import Registry
 from workpool.settings import Settings
@@ -32,12 +33,13 @@ class Trigger:
     one object, whatever its Cron's input holds)."""
 
     workflow: Workflow[Any, Any]
-    index: int
+    id: str
+    """Unique within its workflow (``workpool.cron.trigger_ids``)."""
     cron: Cron
 
     def run_key(self, tick: float) -> str:
         """The idempotency key of this trigger's run for ``tick``: each tick runs once."""
-        return f"cron:{self.index}:{tick!r}"
+        return f"cron:{self.id}:{tick!r}"
 
 
 class CronScheduler:
@@ -45,8 +47,10 @@ class CronScheduler:
 
     A new leader schedules each trigger's next tick from now: ticks missed while no
     worker led are not fired afterwards (no catch-up). Each tick's run has an
-    idempotency key, so two workers that both believed they led fire it once. A tick
-    that finds its workflow at ``max_concurrency`` is skipped and counted.
+    idempotency key, so two workers that both believed they led fire it once. A tick is
+    skipped only by its trigger's overlap policy, judged by the backend against that
+    trigger's own latest run (``Backend.start_tick``), which records the skipped tick;
+    a started tick may wait at its workflow's ``max_concurrency`` like any run.
     """
 
     def __init__(self, registry: Registry, settings: Settings, holder: str) -> None:
@@ -55,9 +59,9 @@ class CronScheduler:
         self._holder = holder
         self._lease = f"cron:{settings.app}"  # one leader per app: each fires its own crons
         self._triggers = [
-            Trigger(workflow, index, cron)
+            Trigger(workflow, trigger_id, cron)
             for workflow in registry.workflows.values()
-            for index, cron in enumerate(workflow.cron)
+            for cron, trigger_id in zip(workflow.cron, workflow.cron_ids, strict=True)
         ]
         self._next: dict[Trigger, float] = {}
         self.leading = False
@@ -105,21 +109,29 @@ class CronScheduler:
         prepared = trigger.workflow.prepare(
             trigger.cron.input, idempotency_key=trigger.run_key(tick)
         )
-        run = replace(
-            build_new_run(self._registry, self._settings, prepared, now), skip_if_busy=True
+        run = build_new_run(self._registry, self._settings, prepared, now)
+        outcome = await backend.start_tick(
+            NewTick(run, trigger.id, tick, trigger.cron.overlap), now
         )
-        [outcome] = await backend.enqueue([run], now)
-        if outcome.skipped:
+        if outcome.skipped is not None:
             self.skipped += 1
             if self.metrics is not None:
                 self.metrics.cron_tick_skipped(trigger.workflow.name)
-            logger.warning(
-                "cron: tick of %s skipped, the workflow is at max_concurrency (%d skipped)",
-                trigger.workflow.name,
-                self.skipped,
-            )
+            logger.warning("cron: %s (%d skipped)", describe_skip(outcome.skipped), self.skipped)
         elif outcome.created:
             self.fired += 1
             if self.metrics is not None:
                 self.metrics.cron_tick_fired(trigger.workflow.name)
-            logger.info("cron: started %s run %s", trigger.workflow.name, outcome.run_id)
+            logger.info(
+                "cron: started %s run %s for trigger %r",
+                trigger.workflow.name,
+                outcome.run_id,
+                trigger.id,
+            )
+
+
+def describe_skip(record: SkippedTickRecord) -> str:
+    """A skipped tick in words, naming its workflow, trigger, time and reason."""
+    tick = skipped_tick(record)
+    at = tick.scheduled_at.isoformat(timespec="seconds")
+    return f"tick {at} of {tick.workflow} trigger {tick.trigger!r} skipped: {tick.describe()}"

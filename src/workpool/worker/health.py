@@ -9,6 +9,9 @@ call succeeds again; the side tasks keep retrying in silence. Any other exceptio
 a bug (the backend answered): its traceback is logged once per distinct error, not
 at every retry.
 
+``report_set_aside`` logs each run a claim set aside because its stored record is
+corrupt, as the claim reports it: once per run.
+
 ``warn_about_settings`` logs, once at start, what a backend says of its store's
 durability settings (``workpool.backends.durability``).
 """
@@ -17,9 +20,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from workpool.backends.base import Backend
+from workpool.backends.base import Backend, SetAside
 from workpool.backends.durability import ChecksDurability
 from workpool.errors import BackendUnavailableError
 
@@ -124,3 +127,16 @@ async def warn_about_settings(backend: Backend) -> None:
         logger.warning("%s", warning, extra={"event": "backend_settings"})
     for setting in report.unreadable:
         logger.info("could not check %s", setting)
+
+
+def report_set_aside(runs: Sequence[SetAside]) -> None:
+    """Log each run a claim reported set aside as corrupt (each is reported once)."""
+    for run in runs:
+        logger.error(
+            "run %s set aside: its stored record is corrupt (%s); it will not be claimed, "
+            "the other runs go on. Inspect it with `workpool runs show %s`, then repair or "
+            "delete it by hand",
+            run.run_id,
+            run.problem,
+            run.run_id,
+        )

@@ -32,6 +32,7 @@ from workpool.backends.base import (
 )
 from workpool.errors import ConfigurationError
 from workpool.stats import Figures, Stats
+from workpool.validation import check_count, timeout_seconds
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
@@ -73,11 +74,11 @@ class WorkerMetrics:
         host: str = "0.0.0.0",
         refresh_every: float = 15.0,
     ) -> None:
-        if refresh_every <= 0:
-            raise ConfigurationError(f"refresh_every must be positive, got {refresh_every}")
+        self.refresh_every = timeout_seconds(refresh_every, what="refresh_every")
+        if port is not None:
+            check_count(port, what="metrics port", minimum=1, maximum=65535, none="no server")
         self.port = port
         self.host = host
-        self.refresh_every = refresh_every
         self.registry = CollectorRegistry()
         self._server: WSGIServer | None = None
         registry = self.registry
@@ -164,7 +165,7 @@ class WorkerMetrics:
         )
         self.cron_skipped = Counter(
             "workpool_cron_ticks_skipped",
-            "Cron ticks skipped because the workflow was at its max_concurrency.",
+            "Cron ticks skipped by their trigger's overlap policy (its previous run still active).",
             ["workflow"],
             registry=registry,
         )
@@ -198,7 +199,7 @@ class WorkerMetrics:
         self.cron_fired.labels(workflow).inc()
 
     def cron_tick_skipped(self, workflow: str) -> None:
-        """A cron tick was skipped: its workflow was at max_concurrency."""
+        """A cron tick was skipped by its trigger's overlap policy."""
         self.cron_skipped.labels(workflow).inc()
 
     def set_queue_stats(self, stats: Stats, queues: Sequence[str]) -> None:
@@ -324,8 +325,11 @@ class TimedBackend:
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         return await self._timed("finish", self.wrapped.finish(finishes, now))
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
-        await self._timed("release", self.wrapped.release(leases, now, started=started))
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
+        release = self.wrapped.release(leases, now, attempt_used=attempt_used)
+        await self._timed("release", release)
 
     async def save_step(
         self, lease: Lease, step: StepRecord, now: float, child: NewRun | None = None

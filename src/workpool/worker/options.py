@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from workpool.errors import ConfigurationError
+from workpool.validation import MAX_TIMEOUT, check_count, describe_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,17 +48,31 @@ class WorkerOptions:
     process something restarts: ``workpool worker --processes`` sets it."""
 
     def __post_init__(self) -> None:
-        if self.concurrency < 1:
-            raise ConfigurationError(f"concurrency must be at least 1, got {self.concurrency}")
+        check_count(self.concurrency, what="concurrency", minimum=1)
+        check_count(self.max_lease_losses, what="max_lease_losses", minimum=1)
+        if self.max_runs is not None:
+            check_count(self.max_runs, what="max_runs", minimum=1, none="no limit")
         if not self.queues or not all(self.queues):
             raise ConfigurationError("a worker needs at least one non-empty queue name")
+        for name in DURATIONS:
+            _check_duration(name, getattr(self, name))
         if self.renew_every >= self.lease:
             raise ConfigurationError(
                 f"renew_every ({self.renew_every}) must be shorter than lease ({self.lease})"
             )
         if self.housekeeping_every <= timedelta(0):
             raise ConfigurationError("housekeeping_every must be positive")
-        if self.max_lease_losses < 1:
-            raise ConfigurationError("max_lease_losses must be at least 1")
-        if self.max_runs is not None and self.max_runs < 1:
-            raise ConfigurationError(f"max_runs must be at least 1, got {self.max_runs}")
+
+
+DURATIONS = ("lease", "renew_every", "shutdown_grace", "max_idle_wait", "housekeeping_every")
+LONGEST_DURATION = timedelta(seconds=MAX_TIMEOUT)
+"""The longest of each of a worker's durations (about 31 years): a lease must end at a
+time the store keeps, whenever it is taken."""
+
+
+def _check_duration(name: str, value: object) -> None:
+    if not isinstance(value, timedelta) or not timedelta(0) <= value <= LONGEST_DURATION:
+        raise ConfigurationError(
+            f"{name} must be a timedelta from 0 to {MAX_TIMEOUT:g} seconds, got "
+            f"{describe_value(value)}"
+        )

@@ -10,6 +10,9 @@ alone, which forwards it; a second SIGTERM or SIGINT kills the children at once.
 Exit statuses of a child, and what the supervisor does after each:
 - ``EXIT_RECYCLE`` (75): recycled (``Worker.request_recycle``, ``--max-runs-per-process``):
   started again at once;
+- ``EXIT_UNLOADABLE`` (78): its pool could not be loaded (MODULE:POOL cannot be
+  imported, or names no pool): every process would fail alike, so the supervisor
+  stops the others at once and exits 2, as the single-process command does;
 - anything else, or a signal: started again after a backoff (1 s, doubling to 30 s;
   back to 1 s once a process lived 30 s). A process that dies before its worker
   serves (an import error, an unreachable backend, a port in use), five times in a
@@ -44,6 +47,12 @@ EXIT_RECYCLE = 75
 """Exit status of a worker process that was recycled: its supervisor starts a new one
 at once. 75 is EX_TEMPFAIL of sysexits.h ("try again"), which process managers also
 restart (systemd's ``Restart=on-failure``)."""
+
+EXIT_UNLOADABLE = 78
+"""Exit status of a supervised worker process whose pool could not be loaded (its
+error is on its stderr); 78 is EX_CONFIG of sysexits.h."""
+EXIT_USAGE = 2
+"""The supervisor's exit status then: the command line's error, as click's."""
 
 SUPERVISOR_OPTION = "--supervisor-pipes"
 """The hidden ``workpool worker`` option that makes a process a supervised child."""
@@ -192,6 +201,9 @@ class Supervisor:
         """Log a child's exit; the seconds before it is started again, or None: not."""
         lived = time.monotonic() - slot.started_at
         name = f"process {slot.index} (pid {slot.pid})"
+        if code == EXIT_UNLOADABLE and not slot.ready:
+            self._cannot_load(name)
+            return None
         if self._stopping.is_set():
             clean = code in (0, EXIT_RECYCLE) or code in STOPPED_BY_SIGNAL
             if not clean and self._status == 0:
@@ -217,6 +229,20 @@ class Supervisor:
             "%s %s %s; starting it again in %.0f s", name, describe_exit(code), when, delay
         )
         return delay
+
+    def _cannot_load(self, name: str) -> None:
+        """A process could not load its pool: the others cannot either; stop now."""
+        if self._status == EXIT_USAGE:  # one said so already
+            logger.info("%s could not load its pool either", name)
+            return
+        logger.error(
+            "%s could not load its pool (its error is above); every process would fail "
+            "alike, so the supervisor stops",
+            name,
+        )
+        self._status = EXIT_USAGE
+        if not self._stopping.is_set():
+            self._stop(signal.SIGTERM)
 
     def _give_up(self, slot: _Slot, code: int) -> None:
         logger.error(

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from workpool.backends import describe_store
-from workpool.backends.base import Backend, ClaimedRun, ClaimResult, WorkerRecord
+from workpool.backends.base import Backend, ClaimedRun, ClaimResult
 from workpool.engine.context import context_for
 from workpool.engine.environment import StepEnvironment
 from workpool.engine.execute import Execution, execute, time_left
@@ -25,9 +25,10 @@ from workpool.worker.active import ActiveRun, ActiveRuns
 from workpool.worker.ahead import ClaimAhead
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
-from workpool.worker.health import BackendHealth, warn_about_settings
+from workpool.worker.health import BackendHealth, report_set_aside, warn_about_settings
 from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
+from workpool.worker.registration import Registration
 
 if TYPE_CHECKING:
     from workpool.client import Client
@@ -37,16 +38,6 @@ logger = logging.getLogger("workpool.worker")
 
 BACKEND_ERROR_PAUSE = 1.0
 """Seconds a side task waits after a backend error before trying again."""
-
-HEARTBEAT_EVERY = 10.0
-"""Seconds between a worker's heartbeats (its record: what it serves)."""
-HEARTBEAT_LIFETIME = 3 * HEARTBEAT_EVERY
-"""Seconds a worker counts as live after its last heartbeat (a killed worker's runs
-count as unserved this long after it died, unless another worker serves them)."""
-
-REGISTRY_GRACE = 30.0
-"""Seconds a registry record must be old before a worker of its app may remove it:
-a worker of the previous version may have just written it during a rolling deploy."""
 
 CLAIM_SHARE = 4
 """One claim takes at most 1/CLAIM_SHARE of the slots (but CLAIM_FLOOR). Many free
@@ -84,9 +75,9 @@ class Worker:
         """Its backends (one per event loop), and what its metrics read."""
         self.registry = registry = client.registry
         self.settings = settings = client.settings
-        self._registry = registry.records(settings)  # fails early without an app
         self.options = options
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._registration = Registration(registry, settings, options, self.id)
         self._active = ActiveRuns()
         self._ahead = ClaimAhead(
             max(AHEAD_FLOOR, 4 * max(CLAIM_FLOOR, options.concurrency // CLAIM_SHARE)),
@@ -100,6 +91,7 @@ class Worker:
             now=settings.clock.now,
             rng=random.Random(),
             max_payload_bytes=settings.max_payload_bytes,
+            trace_links=settings.trace_links,
         )
         self._background: asyncio.Task[None] | None = None
         self.cron = CronScheduler(registry, settings, self.id)
@@ -109,9 +101,8 @@ class Worker:
         self.metrics = metrics
         """Prometheus metrics, served from ``run()``; None (the default): no metrics.
         Set it before ``run()`` (``pool.worker()`` does not take it)."""
-        self._served = tuple(registry.workflows)
+        self._served = self._registration.served
         """The workflows it defines: the only ones whose runs it claims."""
-        self._started_at = settings.clock.now()
         self._make_room_for_isolated = False
         """Claim nothing until no run is held: one runs alone, or one waits to."""
         self.health = BackendHealth()
@@ -174,17 +165,9 @@ class Worker:
     async def run(self) -> None:
         """Work until stopped; then shut down gracefully."""
         backend = await self.client.backend()
-        removed = await backend.sync_registry(
-            self.settings.app or "", self._registry, self.settings.clock.now(), REGISTRY_GRACE
-        )
-        if removed:
-            logger.info("removed from the registry (no longer defined): %s", ", ".join(removed))
-        for queue in self.options.queues:
-            if queue in self.registry.queue_defaults:
-                limit = self.registry.queue_defaults[queue]
-                await backend.set_queue(queue, max_parallelism=limit, only_if_new=True)
+        await self._registration.register(backend)
         await warn_about_settings(backend)
-        await self._heartbeat(backend)  # serves its workflows from now on
+        await self._registration.heartbeat(backend)  # serves its workflows from now on
         if self.metrics is not None:
             self.metrics.start_server()  # ConfigurationError if the port is taken
             self.metrics.count_abandoned_threads(lambda: self._threads.abandoned)
@@ -203,7 +186,7 @@ class Worker:
         side_tasks = [
             asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
             asyncio.create_task(self._renew_loop(backend), name="renewer"),
-            asyncio.create_task(self._heartbeat_loop(backend), name="heartbeat"),
+            asyncio.create_task(self._registration.run(backend, self.health), name="heartbeat"),
             asyncio.create_task(finisher.run(), name="finisher"),
             asyncio.create_task(self.housekeeper.run(backend, self.health), name="housekeeper"),
         ]
@@ -283,6 +266,7 @@ class Worker:
                 await self._until_stopping(asyncio.sleep(BACKEND_ERROR_PAUSE))
                 continue
             self.health.succeeded()
+            report_set_aside(result.set_aside)
             self._make_room_for_isolated = self._should_make_room(result, alone, now)
             self._ahead.claim_returned(sent_at, size, result.runs, time.monotonic())
             self._start_held(backend, finisher)
@@ -331,7 +315,7 @@ class Worker:
         self._runs_started -= len(held)
         logger.info("handing back %d runs held ahead: no slot freed for them in time", len(held))
         leases = [run.lease for run in held]
-        await backend.release(leases, self.settings.clock.now(), started=False)
+        await backend.release(leases, self.settings.clock.now())
 
     def _count_started(self, runs: int) -> None:
         """Count runs started; recycle the worker once ``max_runs`` have started."""
@@ -469,31 +453,6 @@ class Worker:
                 elif lease.run_id in result.cancel_requested:
                     self._active.request_cancel(lease)
 
-    async def _heartbeat_loop(self, backend: Backend) -> None:
-        """Tell the backend every ``HEARTBEAT_EVERY`` which workflows this worker serves
-        (what ``stats`` and ``workpool queues`` call served)."""
-        while True:
-            await asyncio.sleep(HEARTBEAT_EVERY)
-            try:
-                await self._heartbeat(backend)
-            except Exception as error:
-                self.health.failed("heartbeat", error)
-                continue
-            self.health.succeeded()
-
-    async def _heartbeat(self, backend: Backend) -> None:
-        now = self.settings.clock.now()
-        record = WorkerRecord(
-            id=self.id,
-            app=self.settings.app or "",
-            queues=self.options.queues,
-            workflows=self._served,
-            started_at=self._started_at,
-            seen_at=now,
-            expires_at=now + HEARTBEAT_LIFETIME,
-        )
-        await backend.heartbeat(record, now)
-
     async def _shutdown(
         self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]
     ) -> None:
@@ -512,18 +471,18 @@ class Worker:
                 len(self._ahead),
             )
         # Runs held ahead start as slots free: they were claimed, so they run now
-        # rather than be handed back with an attempt counted and nothing done.
+        # rather than be handed back with nothing done.
         deadline = time.monotonic() + self.options.shutdown_grace.total_seconds()
         while handler_tasks and (left := deadline - time.monotonic()) > 0:
             await asyncio.wait(handler_tasks, timeout=left)
             handler_tasks = self._active.handler_tasks()
-        leftovers = self._active.abandon_unfinished(reason="worker shutting down")
-        unstarted = [run.lease for run in self._ahead.take_all()]
-        for leases, started in ((leftovers, True), (unstarted, False)):
+        handed_back, over_limit = self._active.hand_back_unfinished()
+        handed_back += [run.lease for run in self._ahead.take_all()]
+        for leases, used in ((handed_back, False), (over_limit, True)):
             if not leases:
                 continue
             try:
-                await backend.release(leases, self.settings.clock.now(), started=started)
+                await backend.release(leases, self.settings.clock.now(), attempt_used=used)
             except Exception:
                 logger.exception("could not hand back %d leases; they expire", len(leases))
         await finisher.drain()

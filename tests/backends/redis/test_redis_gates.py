@@ -43,18 +43,23 @@ def test_runs_travel_as_run_fields_values_each() -> None:
     limited = replace(gated, rate_limits=(RateLimitSpec("l", 2, 10),))
     for run in (a_run("plain"), gated, ticking, limited):
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
+
     # max_concurrency, concurrency key, skip_if_busy, the rate limits, the timeout, the
-    # rank, the debounce key and its latest start
-    assert codec.encode_runs([gated], NOW)[-9:-5] == ["2", ":k", "", ""]
-    assert codec.encode_runs([ticking], NOW)[-9:-5] == ["2", ":k", "1", ""]
-    assert codec.encode_runs([replace(gated, concurrency_key="")], NOW)[-9:-7] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-9:] == [""] * 9
-    assert codec.encode_runs([limited], NOW)[-6] == '[["l",2,10.0]]'
-    assert codec.encode_runs([replace(gated, timeout=1.5)], NOW)[-5] == "1.5"
+    # rank, the debounce key and its latest start, the trace context (the last field)
+    def tail(run: NewRun) -> list[str]:
+        return codec.encode_runs([run], NOW)[-10:-1]
+
+    assert tail(gated)[-9:-5] == ["2", ":k", "", ""]
+    assert tail(ticking)[-9:-5] == ["2", ":k", "1", ""]
+    assert tail(replace(gated, concurrency_key=""))[-9:-7] == ["2", ":"]
+    assert codec.encode_runs([a_run("plain")], NOW)[-10:] == [""] * 10
+    assert tail(limited)[-6] == '[["l",2,10.0]]'
+    assert tail(replace(gated, timeout=1.5))[-5] == "1.5"
     urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)
-    assert codec.encode_runs([urgent], NOW)[-4:-2] == ["-3", repr(-3 * 2.0**33)]
+    assert tail(urgent)[-4:-2] == ["-3", repr(-3 * 2.0**33)]
     debounced = replace(gated, debounce_key="k", debounce_until=NOW + 9)
-    assert codec.encode_runs([debounced], NOW)[-2:] == ["k", repr(NOW + 9)]
+    assert tail(debounced)[-2:] == ["k", repr(NOW + 9)]
+    assert codec.encode_runs([replace(gated, trace_context="T")], NOW)[-1] == "T"
 
 
 async def test_an_idle_gate_leaves_nothing_behind(

@@ -84,6 +84,9 @@ HOT_QUERIES = (
     "batch_failures",
     "complete_batch",
     "cancelable_in_batch",
+    "trigger_latest_run",
+    "remember_trigger_run",
+    "trim_skipped_ticks",
 )
 SAMPLE_PARAMETERS = {
     "id": "run-1",
@@ -96,6 +99,7 @@ SAMPLE_PARAMETERS = {
     "ran": 0.0,
     "status": "queued",
     "input": "{}",
+    "trace_context": None,
     "output": None,
     "error": None,
     "retry": None,
@@ -156,6 +160,8 @@ SAMPLE_PARAMETERS = {
     "position": 1,
     "count": 2,
     "callback_run_id": None,
+    "trigger_id": "0 3 * * * UTC",
+    "kept": 100,
 }
 
 
@@ -176,11 +182,12 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 12
+    assert version == load_migrations()[-1].version == 14
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables
     assert {"batches", "batch_failures", "runs_of_batch", "debounces"} <= tables
+    assert {"trigger_runs", "skipped_ticks"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
@@ -253,6 +260,7 @@ def test_hot_queries_search_an_index_and_never_sort_or_scan_runs(name: str) -> N
         "publish_value",
         "note_batch_failure",
         "remember_debounced",
+        "remember_trigger_run",
     ):  # upserts
         assert any(step.startswith("SEARCH") and " USING " in step for step in plan), plan
 

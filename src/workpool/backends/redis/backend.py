@@ -15,6 +15,7 @@ from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
 from workpool.backends.base import (
+    SKIPPED_TICKS_KEPT,
     BatchRecord,
     CancelResult,
     ClaimResult,
@@ -26,14 +27,17 @@ from workpool.backends.base import (
     MinuteCounters,
     NewBatch,
     NewRun,
+    NewTick,
     QueueSettings,
     RenewResult,
     Rerun,
     RerunStatus,
     RunPage,
     RunRecord,
+    SkippedTickRecord,
     StatsSnapshot,
     StepRecord,
+    TickStarted,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -43,11 +47,14 @@ from workpool.backends.checks import (
     check_new_runs,
     check_now,
     check_step,
+    check_tick,
 )
 from workpool.backends.durability import DurabilityReport
+from workpool.backends.reading import readable
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
+from workpool.backends.redis.credentials import refuse_unneeded_password
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.scripts import Scripts
 from workpool.errors import (
@@ -103,12 +110,18 @@ def as_dict(reply: Any) -> dict[str, str]:
 class RedisBackend:
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
-    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str) -> None:
-        """Use ``open``; this takes already-configured connections."""
+    def __init__(self, link: CommandLink, waits: WaitLink, prefix: str, location: str = "") -> None:
+        """Use ``open``; this takes already-configured connections (``location``: the
+        server's URL without its password, for ``repr``)."""
+        self._location = location
+        self._prefix = prefix
         self._link = link
         self._waits = waits
         self._keys = Keys(prefix)
         self._scripts = Scripts(link, self._keys.tag)
+
+    def __repr__(self) -> str:
+        return f"<RedisBackend {self._location} (prefix {self._prefix})>"
 
     @classmethod
     async def open(cls, url: str, *, prefix: str = "workpool") -> RedisBackend:
@@ -132,10 +145,14 @@ class RedisBackend:
             raise ConfigurationError(
                 f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
             ) from None
-        backend = cls(link, waits, prefix)
+        backend = cls(link, waits, prefix, describe_url(url))
         try:
-            await link.call("PING")
+            await link.call("PING", repeatable=True)
+            await refuse_unneeded_password(link, connections.connection_kwargs, describe_url(url))
             await backend._scripts.load()
+        except ConfigurationError:
+            await backend.close()
+            raise
         except (RedisError, OSError, BackendUnavailableError) as error:
             await backend.close()
             raise BackendUnavailableError(
@@ -189,8 +206,12 @@ class RedisBackend:
             raise ValueError(f"batch {batch_id} exists already; nothing was written")
         return found
 
+    async def _read(self, *args: str | int) -> Any:
+        """One command that only reads (sent again if its reply is lost)."""
+        return await self._link.call(*args, repeatable=True)
+
     async def get_batch(self, batch_id: str) -> BatchRecord | None:
-        fields = as_dict(await self._link.call("HGETALL", self._keys.batch(batch_id)))
+        fields = as_dict(await self._read("HGETALL", self._keys.batch(batch_id)))
         return codec.decode_batch(batch_id, fields) if fields else None
 
     async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
@@ -212,6 +233,23 @@ class RedisBackend:
             return Enqueued(run_id=run.id, created=False, skipped=True)
         return Enqueued(run_id=stored, created=False)
 
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        check_tick(tick, now)
+        reply = await self._scripts.start_tick(
+            codec.seconds(now),
+            tick.trigger,
+            codec.seconds(tick.scheduled_at),
+            tick.overlap,
+            SKIPPED_TICKS_KEPT,
+            codec.encode_runs([tick.run], now),
+        )
+        return codec.decode_tick_started(tick, now, reply)
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        limit = max(1, limit)
+        texts = await self._scripts.list_skipped_ticks(workflow or "", limit)
+        return codec.decode_skipped_ticks(texts, limit)
+
     async def claim(
         self,
         queues: Sequence[str],
@@ -224,7 +262,7 @@ class RedisBackend:
         workflows: Sequence[str] | None = None,
         alone: bool = False,
     ) -> ClaimResult:
-        next_wake_at, isolated_since, rows = await self._scripts.claim(
+        next_wake_at, isolated_since, set_aside, rows = await self._scripts.claim(
             codec.seconds(now),
             codec.seconds(now + lease_seconds),
             worker_id,
@@ -238,6 +276,7 @@ class RedisBackend:
             runs=[codec.decode_claimed(row) for row in rows],
             next_wake_at=None if next_wake_at is None else float(next_wake_at),
             isolated_since=None if isolated_since is None else float(isolated_since),
+            set_aside=codec.decode_set_aside(set_aside),
         )
 
     async def renew(
@@ -284,10 +323,18 @@ class RedisBackend:
         return None if stored is None else codec.decode_step(lease.run_id, step.name, stored)
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         check_now(now)
-        result = await self._scripts.send_event(codec.seconds(now), run_id, key, payload, event_id)
+        result = await self._scripts.send_event(
+            codec.seconds(now), run_id, key, payload, event_id, trace_context
+        )
         if result not in get_args(EventSent):
             raise RuntimeError(f"send_event.lua returned an unknown result {result!r}")
         return cast(EventSent, result)
@@ -299,13 +346,17 @@ class RedisBackend:
         found = await self._scripts.get_event(run_id, key)
         return None if found is None else EventValue(*found)
 
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        stored = as_dict(await self._link.call("HGETALL", self._keys.published(run_id)))
+        return {key: stored[key] for key in sorted(stored)}
+
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         return codec.decode_steps(
-            run_id, as_dict(await self._link.call("HGETALL", self._keys.steps(run_id)))
+            run_id, as_dict(await self._read("HGETALL", self._keys.steps(run_id)))
         )
 
     async def get_children(self, run_id: str) -> list[str]:
-        return list(await self._link.call("LRANGE", self._keys.children(run_id), 0, -1))
+        return list(await self._read("LRANGE", self._keys.children(run_id), 0, -1))
 
     async def set_queue(
         self,
@@ -320,38 +371,38 @@ class RedisBackend:
         return codec.decode_settings(queue, *stored)
 
     async def get_queue(self, queue: str) -> QueueSettings:
-        stored = await self._link.call(
-            "HMGET", self._keys.settings(queue), "max_parallelism", "paused"
-        )
+        stored = await self._read("HMGET", self._keys.settings(queue), "max_parallelism", "paused")
         return codec.decode_settings(queue, *stored)
 
     async def sync_registry(
         self, app: str, workflows: Sequence[WorkflowInfo], now: float, grace: float
     ) -> list[str]:
-        records = [
-            part
-            for workflow in workflows
-            for part in (workflow.name, codec.encode_workflow(replace(workflow, app=app), now))
-        ]
+        records = codec.encode_registry(app, workflows, now)
         return await self._scripts.sync_registry(app, codec.seconds(now - grace), records)
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        return await self._scripts.restore_registry(codec.encode_registry(app, workflows, now))
+
     async def list_workflows(self) -> list[WorkflowInfo]:
-        stored = as_dict(await self._link.call("HGETALL", self._keys.registry()))
+        stored = as_dict(await self._read("HGETALL", self._keys.registry()))
         return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
-        await self._scripts.heartbeat(
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
+        return await self._scripts.heartbeat(
             codec.seconds(now),
             worker.id,
             codec.seconds(worker.expires_at),
             codec.encode_worker(replace(worker, seen_at=now)),
+            worker.workflows,
         )
 
     async def remove_worker(self, worker_id: str) -> None:
-        await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "")
+        await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "", ())
 
     async def list_workers(self, now: float) -> list[WorkerRecord]:
-        return codec.live_workers(await self._link.call("HVALS", self._keys.workers()), now)
+        return codec.live_workers(await self._read("HVALS", self._keys.workers()), now)
 
     async def fail_unserved(
         self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
@@ -369,9 +420,12 @@ class RedisBackend:
             codec.milliseconds(seconds),
         )
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
         if leases:
-            await self._scripts.release(codec.seconds(now), started, codec.lease_pairs(leases))
+            pairs = codec.lease_pairs(leases)
+            await self._scripts.release(codec.seconds(now), attempt_used, pairs)
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         result = await self._scripts.cancel(codec.seconds(now), run_id, reason)
@@ -392,7 +446,10 @@ class RedisBackend:
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        fields = as_dict(await self._link.call("HGETALL", self._keys.run(run_id)))
+        problem, flat = await self._scripts.get_run(run_id)
+        if problem is not None:
+            raise codec.set_aside_error(run_id, problem)
+        fields = as_dict(flat)
         return codec.decode_run(run_id, fields) if fields else None
 
     async def list_runs(
@@ -412,11 +469,9 @@ class RedisBackend:
             codec.optional_argument(workflow),
             codec.optional_argument(queue),
         )
-        runs = []
-        for reply in hashes:
-            fields = as_dict(reply)
-            runs.append(codec.decode_run(fields.get("id", "?"), fields))
-        return RunPage(runs=runs, cursor=runs[-1].id if len(runs) == limit else None)
+        pages = [as_dict(reply) for reply in hashes]
+        runs = readable(lambda fields: codec.decode_run(fields.get("id", "?"), fields), pages)
+        return RunPage(runs=runs, cursor=pages[-1].get("id") if len(pages) == limit else None)
 
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
@@ -456,7 +511,7 @@ class RedisBackend:
         ``workflows``, of every pair of these queues that has had a run."""
         if workflows is None:
             wanted = set(queues)
-            names = await self._link.call("SMEMBERS", self._keys.pairs())
+            names = await self._read("SMEMBERS", self._keys.pairs())
             pairs = [split_pair(str(name)) for name in names]
             return sorted(self._keys.signal(*pair) for pair in pairs if pair[0] in wanted)
         return [self._keys.signal(queue, workflow) for queue in queues for workflow in workflows]

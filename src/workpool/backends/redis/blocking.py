@@ -5,7 +5,8 @@ claimer. redis-py's pool costs a checkout and a release around each command (a l
 a readiness probe of the socket, connection-count instrumentation), and the release
 ran between the reply and the claimer's wake-up. The link keeps its idle connections
 in a list instead: a wait takes one (or opens one), sends BLPOP packed by hiredis, and
-puts it back once the reply is read; nothing else runs in between.
+puts it back once the reply is read; nothing else runs in between. An idle connection
+the server closed meanwhile (its ``timeout``, a restart) is dropped for a new one.
 
 Redis checks BLPOP timeouts only when its event loop wakes (every 100 ms at the default
 ``hz``), so a timed wake-up (a due timer, retry or scheduled run) would be up to 100 ms
@@ -22,7 +23,7 @@ import hiredis
 from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection
 
-from workpool.backends.redis.connection import NETWORK_ERRORS
+from workpool.backends.redis.connection import NETWORK_ERRORS, closed_while_idle
 from workpool.errors import BackendUnavailableError
 
 DEADLINE_SLACK = 0.002
@@ -73,13 +74,21 @@ class WaitLink:
         self._idle.append(connection)
 
     async def _connection(self) -> AbstractConnection:
-        """An idle connection, else a new one (connected), marked busy."""
-        # redis-py leaves make_connection and connect unannotated.
-        new = self._factory.make_connection
-        connection: AbstractConnection = self._idle.pop() if self._idle else new()  # type: ignore[no-untyped-call]
+        """An idle connection the server has not closed, else a new one (connected),
+        marked busy."""
+        connection: AbstractConnection | None = None
+        while connection is None and self._idle:
+            connection = self._idle.pop()
+            writer = connection._writer  # redis-py keeps the stream private
+            if writer is None or closed_while_idle(writer.transport):
+                await connection.disconnect(nowait=True)
+                connection = None
+        if connection is None:
+            # redis-py leaves make_connection and connect unannotated.
+            connection = self._factory.make_connection()  # type: ignore[no-untyped-call]
         self._busy.add(connection)
         if not connection.is_connected:
-            await connection.connect()  # type: ignore[no-untyped-call]
+            await connection.connect()
         return connection
 
     async def close(self) -> None:

@@ -11,12 +11,25 @@ feeds the bytes to hiredis and hands each reply to the caller whose command came
 (a worker's claimer, finisher, renewer and steps; an async server's readers) each send
 at once instead of queueing behind a lock for the previous reply, and a caller that
 gives up (cancelled) leaves the connection usable: its reply is read and dropped.
+
+Connections the server closed (its idle ``timeout``, a restart, a proxy or failover) are
+replaced without the caller noticing: before a command goes on a connection with nothing
+in flight, a zero-timeout poll of its socket shows whether the server's end of it (or
+anything unasked) arrived while the loop did not run, as between two ``*_sync`` calls;
+such a connection is dropped and a new one opened. A command whose connection is lost
+after it was written may have run or not: it is sent again once, on a new connection,
+only if the caller marked it ``repeatable`` (a repeat changes nothing: reads, and
+scripts such as enqueue, idempotent by run id); otherwise the call raises
+``BackendUnavailableError`` saying the command may have been applied. Error replies
+(a script's refusal, LOADING, READONLY...) and a reply that does not come in time are
+never sent again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import select
 from typing import Any
 
 import hiredis
@@ -68,33 +81,54 @@ class CommandLink:
         self._replies: _Replies | None = None
         self._opening = asyncio.Lock()
 
-    async def call(self, *args: str | int | float) -> Any:
+    async def call(self, *args: str | int | float, repeatable: bool = False, what: str = "") -> Any:
         """Send one command and return its parsed reply.
 
+        ``repeatable``: running the command twice has the effect and reply of running it
+        once, so it is sent again (once, on a new connection) if the connection is lost
+        before its reply comes. ``what`` names it in errors (default: the command).
         Redis error replies are raised as redis-py's ``ResponseError`` subclasses;
         network failures, timeouts and a server that cannot serve now as
         ``BackendUnavailableError``.
         """
-        replies = self._replies
-        if replies is None or replies.lost is not None or replies.closing:
-            replies = await self._open()
+        what = what or str(args[0])
         # hiredis packs in C; redis-py's packer costs ~1 us per argument.
-        reply = replies.send(hiredis.pack_command(args))  # type: ignore[arg-type]
+        packed = hiredis.pack_command(args)  # type: ignore[arg-type]
+        try:
+            result = await self._exchange(packed, what)
+        except RedisConnectionError as error:
+            if not repeatable:
+                raise BackendUnavailableError(
+                    f"lost contact with Redis while it ran {what}, which may have been "
+                    f"applied or not: {error}"
+                ) from error
+            try:
+                result = await self._exchange(packed, what)
+            except RedisConnectionError as again:
+                raise BackendUnavailableError(f"lost contact with Redis: {again}") from again
+        if isinstance(result, Exception):  # an error reply (hiredis makes it, not raises)
+            if _unavailable(result):
+                raise BackendUnavailableError(f"Redis cannot serve {what} now: {result}")
+            raise result
+        return result
+
+    async def _exchange(self, packed: bytes, what: str) -> Any:
+        """Write one packed command on a usable connection and wait for its reply.
+        RedisConnectionError: the connection was lost after the command was written."""
+        replies = self._replies
+        if replies is None or not replies.usable():
+            replies = await self._open()
+        reply = replies.send(packed)
         try:
             async with asyncio.timeout(COMMAND_TIMEOUT):
-                result = await reply
+                return await reply
         except TimeoutError:
             replies.drop()
             raise BackendUnavailableError(
-                f"Redis did not answer {args[0]} within {COMMAND_TIMEOUT:.0f} s"
+                f"Redis did not answer {what} within {COMMAND_TIMEOUT:.0f} s"
             ) from None
-        except (RedisConnectionError, OSError) as error:
-            raise BackendUnavailableError(f"lost contact with Redis: {error}") from error
-        if isinstance(result, Exception):  # an error reply (hiredis makes it, not raises)
-            if _unavailable(result):
-                raise BackendUnavailableError(f"Redis cannot serve {args[0]} now: {result}")
-            raise result
-        return result
+        except OSError as error:
+            raise RedisConnectionError(str(error)) from error
 
     async def close(self) -> None:
         """Close the connection (a later call would open a new one)."""
@@ -105,7 +139,7 @@ class CommandLink:
     async def _open(self) -> _Replies:
         async with self._opening:
             stale = self._replies
-            if stale is not None and stale.lost is None and not stale.closing:
+            if stale is not None and stale.usable():
                 return stale  # another caller opened it meanwhile
             self._replies = None
             if stale is not None:
@@ -138,12 +172,20 @@ class _Replies(asyncio.Protocol):
         self._waiting: collections.deque[asyncio.Future[Any]] = collections.deque()
         self.lost: BaseException | None = None
         """Why the connection ended, once it has."""
+        self._socket = _IdleSocket(self._transport)
         self._transport.set_protocol(self)
 
-    @property
-    def closing(self) -> bool:
-        """The connection is closing or closed (the server went away, or ``drop``)."""
-        return self._transport.is_closing()
+    def usable(self) -> bool:
+        """Whether a command may go on this connection: not lost or closing, nor
+        closed by the server while nothing was in flight (checked then only: with
+        replies owed, the loop is reading it). One that is not is dropped."""
+        if self.lost is not None or self._transport.is_closing():
+            return False
+        if self._waiting or not self._socket.has_input():
+            return True
+        self.lost = RedisConnectionError("the server closed the connection while idle")
+        self._transport.abort()
+        return False
 
     def send(self, packed: bytes) -> asyncio.Future[Any]:
         """Write one packed command; the future of its reply."""
@@ -177,6 +219,28 @@ class _Replies(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         return False  # the server closed its end: close ours (connection_lost follows)
+
+
+class _IdleSocket:
+    """Polls the socket of a connection that owes no reply: anything to read there
+    (the server's end of the connection, or bytes nobody asked for) means the
+    connection cannot carry a command. The poll costs about 1 us."""
+
+    def __init__(self, transport: asyncio.BaseTransport) -> None:
+        sock = transport.get_extra_info("socket")
+        self._poll = select.poll()
+        if sock is not None:  # else a transport without one: nothing to look at
+            self._poll.register(sock.fileno(), select.POLLIN)
+
+    def has_input(self) -> bool:
+        """Whether the socket is readable, closed or in error now."""
+        return bool(self._poll.poll(0))
+
+
+def closed_while_idle(transport: asyncio.BaseTransport) -> bool:
+    """Whether a connection that owes no reply can no longer carry a command (see
+    ``_IdleSocket``); for connections the link does not keep (``WaitLink``)."""
+    return transport.is_closing() or _IdleSocket(transport).has_input()
 
 
 def _unavailable(error: BaseException) -> bool:

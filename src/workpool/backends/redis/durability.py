@@ -32,7 +32,7 @@ async def check(link: CommandLink) -> DurabilityReport:
     aof = await _info_field(link, "persistence", "aof_enabled", unreadable)
     if aof == "0":
         try:
-            save = _config_value(await link.call("CONFIG", "GET", "save"), "save")
+            save = _config_value(await link.call("CONFIG", "GET", "save", repeatable=True), "save")
         except ResponseError as error:
             unreadable.append(f"Redis's save points (CONFIG GET save: {error}); AOF is off")
         else:
@@ -50,7 +50,7 @@ async def _info_field(
 ) -> str | None:
     """One field of an INFO section; None, noted in ``unreadable``, if it cannot be read."""
     try:
-        text = await link.call("INFO", section)
+        text = await link.call("INFO", section, repeatable=True)
     except ResponseError as error:
         unreadable.append(f"Redis's {name} (INFO {section}: {error})")
         return None

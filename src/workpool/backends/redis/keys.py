@@ -40,6 +40,10 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
     {p}:run:<run id>:event_ids             set: the event ids (send_event's event_id)
                                            the run was sent; only with an id (the
                                            hash's inbox is '1' by then)
+    {p}:corrupt                            hash: run id -> what is wrong with its record,
+                                           for each run set aside as corrupt (out of
+                                           every index; lua/library/checks.lua)
+    {p}:corrupt:unreported                 list: the ids of those no claim reported yet
     {p}:ready:<pair>                       sorted set: the pair's claimable run ids
                                            (queued: ungated, or admitted by their gate),
                                            score the run's rank, or rank - 3e12 for a run
@@ -81,6 +85,16 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            without a cancel request, by id
     {p}:batches:completed                  sorted set: completed batch ids, score
                                            completed_at (purge takes the oldest)
+    {p}:triggers:runs                      hash: <trigger> -> the id of the run that
+                                           start_tick last created for the cron trigger
+                                           (its overlap policy judges that run)
+    {p}:trigger:<trigger>:skipped          list: the trigger's skipped ticks, newest
+                                           first, JSON texts {workflow, trigger,
+                                           scheduled_at, reason, run_id, recorded_at}
+                                           (times as decimal strings), trimmed to the
+                                           newest SKIPPED_TICKS_KEPT
+    {p}:triggers:skipped                   sorted set: every <trigger> with a skipped
+                                           ticks list, score the time of its last skip
     {p}:lease:<name>                       string "<expires_at> <holder>" of a named lease
                                            (acquire_lease), with a TTL of its length
     {p}:gate:<gate id>:waiting             sorted set: the gate's queued runs that wait
@@ -121,7 +135,8 @@ A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
 pairs share a gate, whatever ':' their names hold. A queued gated run is in exactly one
 of its pair's ready set (admitted) or its gate's waiting set. A <pair> names a
 (queue, workflow) as ``<len>:<queue>:<workflow>``, ``<len>`` the queue name's length
-in bytes, for the same reason.
+in bytes, for the same reason. A <trigger> names a cron trigger of a workflow as
+``<len>:<workflow>:<trigger id>``, ``<len>`` the workflow name's length in bytes.
 
 Idempotency keys and named leases keep their expiry as a decimal time of the caller's
 clock, which alone decides whether they still hold; their real TTL (the same length,
@@ -215,6 +230,15 @@ class Keys:
         length = len(workflow.encode())
         return f"{self.tag}:idempotency:{length}:{workflow}:{key}"
 
+    def trigger_runs(self) -> str:
+        return f"{self.tag}:triggers:runs"
+
+    def skipped_ticks(self, workflow: str, trigger_id: str) -> str:
+        return f"{self.tag}:trigger:{trigger_name(workflow, trigger_id)}:skipped"
+
+    def skipped_triggers(self) -> str:
+        return f"{self.tag}:triggers:skipped"
+
     def lease(self, name: str) -> str:
         return f"{self.tag}:lease:{name}"
 
@@ -256,6 +280,11 @@ def split_pair(name: str) -> tuple[str, str]:
         raise ValueError(f"not a (queue, workflow) pair: {name!r}")
     size = int(length)
     return encoded[:size].decode(), encoded[size + 1 :].decode()
+
+
+def trigger_name(workflow: str, trigger_id: str) -> str:
+    """The name of a cron trigger in keys and fields, as the scripts build it."""
+    return f"{len(workflow.encode())}:{workflow}:{trigger_id}"
 
 
 def gate_id(workflow: str, concurrency_key: str | None) -> str:

@@ -13,10 +13,11 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, ResponseError
 
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.sources import script_source
+from workpool.errors import CorruptRecordError
 
 OPERATIONS = (
     "enqueue",
@@ -36,6 +37,7 @@ OPERATIONS = (
     "cancel_many",
     "set_queue",
     "sync_registry",
+    "restore_registry",
     "acquire_lease",
     "list_runs",
     "get_stats",
@@ -44,7 +46,40 @@ OPERATIONS = (
     "rerun",
     "heartbeat",
     "fail_unserved",
+    "start_tick",
+    "list_skipped_ticks",
+    "get_run",
 )
+
+REPEATABLE = frozenset(
+    (
+        "enqueue",  # idempotent by run id: a repeat finds the runs and returns them
+        "enqueue_batch",  # the same; a repeat finds its batch holding its runs
+        "close_batch",
+        "renew",
+        "set_event",
+        "get_event",
+        "get_run",
+        "release",
+        "set_queue",
+        "acquire_lease",
+        "list_runs",
+        "get_stats",
+        "get_minute_counters",
+        "heartbeat",
+        "restore_registry",  # HSETNX: a repeat finds the records stored
+        "list_skipped_ticks",
+    )
+)
+"""The operations whose second run has the effect and the reply of the first: sent
+again if the connection is lost before their reply (``CommandLink.call``). The others
+would report something else the second time (a claim takes other runs, a finish or a
+cancel finds its work done...), so their callers are told
+that the outcome is unknown instead."""
+
+CORRUPT = "CORRUPT "
+"""How a script's error reply starts when the run it was asked about has a corrupt
+record (lua/library/corrupt.lua); the rest is CorruptRecordError's message."""
 
 ClaimedRow = list[Any]
 """[run id, token, attempt, workflow, queue, input, retry | None, created_at, available_at,
@@ -59,17 +94,26 @@ class Script:
         self._tag = tag
         self.source = script_source(operation)
         self.sha = hashlib.sha1(self.source.encode("utf-8")).hexdigest()
+        self._repeatable = operation in REPEATABLE
+        self._what = f"{operation}.lua"
 
     async def load(self) -> None:
         """Register the script on the server."""
-        await self._link.call("SCRIPT", "LOAD", self.source)
+        await self._link.call("SCRIPT", "LOAD", self.source, repeatable=True)
 
     async def __call__(self, args: Sequence[str | int]) -> Any:
+        call = ("EVALSHA", self.sha, 1, self._tag, *args)
         try:
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
-        except NoScriptError:  # flushed or restarted server: load, then call again
-            await self.load()
-            return await self._link.call("EVALSHA", self.sha, 1, self._tag, *args)
+            try:
+                return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
+            except NoScriptError:  # flushed or restarted server: load, then call again
+                await self.load()
+                return await self._link.call(*call, repeatable=self._repeatable, what=self._what)
+        except ResponseError as error:
+            message = str(error)
+            if message.startswith(CORRUPT):  # a run whose record is corrupt (checks.lua)
+                raise CorruptRecordError(message.removeprefix(CORRUPT)) from None
+            raise
 
 
 class Scripts:
@@ -93,6 +137,7 @@ class Scripts:
         self._cancel_many = Script(link, tag, "cancel_many")
         self._set_queue = Script(link, tag, "set_queue")
         self._sync_registry = Script(link, tag, "sync_registry")
+        self._restore_registry = Script(link, tag, "restore_registry")
         self._acquire_lease = Script(link, tag, "acquire_lease")
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
@@ -101,6 +146,9 @@ class Scripts:
         self._rerun = Script(link, tag, "rerun")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
+        self._start_tick = Script(link, tag, "start_tick")
+        self._list_skipped_ticks = Script(link, tag, "list_skipped_ticks")
+        self._get_run = Script(link, tag, "get_run")
 
     async def load(self) -> None:
         """Load every script now, so the first call of each is a plain EVALSHA. A later
@@ -150,9 +198,10 @@ class Scripts:
         queues: Sequence[str],
         workflows: Sequence[str] | None,
         alone: bool,
-    ) -> tuple[str | None, str | None, list[ClaimedRow]]:
-        """(next wake time or None, earliest run to isolate left or None, claimed rows);
-        ``workflows`` None: every workflow is served."""
+    ) -> tuple[str | None, str | None, list[str], list[ClaimedRow]]:
+        """(next wake time or None, earliest run to isolate left or None, runs set aside
+        as flat (run id, problem) pairs, claimed rows); ``workflows`` None: every
+        workflow is served."""
         args: list[str | int] = [now, lease_expires_at, worker_id, limit, max_lease_losses]
         args.append("1" if alone else "0")
         if workflows is None:
@@ -162,7 +211,7 @@ class Scripts:
             args.extend(workflows)
         args.extend(queues)
         reply = await self._claim(args)
-        return reply[0], reply[1], list(reply[2:])
+        return reply[0], reply[1], list(reply[2]), list(reply[3:])
 
     async def renew(
         self, lease_expires_at: str, leases: Sequence[tuple[str, str, str]]
@@ -202,10 +251,17 @@ class Scripts:
         return None if stored is None else str(stored)
 
     async def send_event(
-        self, now: str, run_id: str, key: str, payload: str, event_id: str | None
+        self,
+        now: str,
+        run_id: str,
+        key: str,
+        payload: str,
+        event_id: str | None,
+        trace_context: str | None,
     ) -> str:
         """'sent', 'duplicate', 'not_found' or 'finished'."""
-        return str(await self._send_event([now, run_id, key, payload, event_id or ""]))
+        arguments = [now, run_id, key, payload, event_id or "", trace_context or ""]
+        return str(await self._send_event(arguments))
 
     async def set_event(self, lease: tuple[str, str], key: str, value: str) -> bool:
         """Whether the lease was held and the value stored."""
@@ -218,9 +274,9 @@ class Scripts:
             return None
         return str(reply[0]), None if reply[1] is None else str(reply[1])
 
-    async def release(self, now: str, started: bool, leases: Sequence[tuple[str, str]]) -> int:
+    async def release(self, now: str, attempt_used: bool, leases: Sequence[tuple[str, str]]) -> int:
         """How many leases were held and released."""
-        args = [now, "1" if started else "0", *(part for lease in leases for part in lease)]
+        args = [now, "1" if attempt_used else "0", *(part for lease in leases for part in lease)]
         return int(await self._release(args))
 
     async def cancel(self, now: str, run_id: str, reason: str | None) -> str:
@@ -245,6 +301,10 @@ class Scripts:
     async def sync_registry(self, app: str, cutoff: str, records: Sequence[str]) -> list[str]:
         """The removed workflow names, sorted."""
         return [str(name) for name in await self._sync_registry([app, cutoff, *records])]
+
+    async def restore_registry(self, records: Sequence[str]) -> list[str]:
+        """The workflow names stored (they had no record), sorted."""
+        return [str(name) for name in await self._restore_registry(records)]
 
     async def acquire_lease(
         self, name: str, holder: str, now: str, expires_at: str, ttl_ms: str
@@ -278,15 +338,39 @@ class Scripts:
         reply = await self._rerun([now, run_id, new_id])
         return str(reply[0]), None if len(reply) < 2 else str(reply[1])
 
-    async def heartbeat(self, now: str, worker_id: str, expires_at: str, record: str) -> None:
-        """Store a worker's record (``record`` ''; remove it) and drop expired ones."""
-        await self._heartbeat([now, worker_id, expires_at, record])
+    async def heartbeat(
+        self, now: str, worker_id: str, expires_at: str, record: str, workflows: Sequence[str]
+    ) -> list[str]:
+        """Store a worker's record (``record`` ''; remove it) and drop expired ones;
+        the names among ``workflows`` that have no registry record, sorted."""
+        return [
+            str(name)
+            for name in await self._heartbeat([now, worker_id, expires_at, record, *workflows])
+        ]
 
     async def fail_unserved(
         self, now: str, queue: str, workflow: str, before: str, limit: int, error: str
     ) -> int:
         """How many runs were failed."""
         return int(await self._fail_unserved([now, queue, workflow, before, limit, error]))
+
+    async def start_tick(
+        self, now: str, trigger: str, scheduled_at: str, overlap: str, kept: int, run: Sequence[str]
+    ) -> list[str]:
+        """['created', run id], ['found', run id] or ['skipped', reason, active run id]."""
+        reply = await self._start_tick([now, trigger, scheduled_at, overlap, kept, *run])
+        return [str(part) for part in reply]
+
+    async def list_skipped_ticks(self, workflow: str, limit: int) -> list[str]:
+        """JSON texts of skipped ticks, the newest ``limit`` of each trigger (of
+        ``workflow``; '' every workflow)."""
+        return [str(record) for record in await self._list_skipped_ticks([workflow, limit])]
+
+    async def get_run(self, run_id: str) -> tuple[str | None, list[str]]:
+        """(what is wrong with the run if it was set aside, else None; its hash as a
+        flat HGETALL reply, empty if it has none)."""
+        problem, fields = await self._get_run([run_id])
+        return problem, list(fields)
 
 
 def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:

@@ -27,19 +27,23 @@ from workpool.backends.base import (
     MinuteCounters,
     NewBatch,
     NewRun,
+    NewTick,
     QueueSettings,
     RenewResult,
     Rerun,
     RunPage,
     RunRecord,
+    SkippedTickRecord,
     StatsSnapshot,
     StepRecord,
+    TickStarted,
     WorkerRecord,
     WorkflowInfo,
 )
 from workpool.backends.sqlite import reads, records
 from workpool.backends.sqlite.connection import ConnectionThread
 from workpool.backends.sqlite.operations import Operations
+from workpool.backends.sqlite.operations.ticks import skipped_tick
 from workpool.backends.sqlite.sql import load_queries
 from workpool.backends.sqlite.waiting import Waits
 from workpool.errors import BackendUnavailableError
@@ -55,6 +59,9 @@ class SQLiteBackend:
         self._queries = load_queries()
         self._waits = Waits(thread, listen=listen)
 
+    def __repr__(self) -> str:
+        return f"<SQLiteBackend {self._thread.path}>"
+
     @classmethod
     async def open(
         cls, path: Path, *, synchronous: str = "FULL", listen: bool = True
@@ -64,7 +71,8 @@ class SQLiteBackend:
         ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
         ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
         instead of listening for wake-ups (as where no listener can be had). Raises
-        BackendUnavailableError if the file cannot be opened or created.
+        BackendUnavailableError if the file cannot be opened or created. A relative
+        ``path`` is made absolute at open, so that every message names the file itself.
         """
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
@@ -174,11 +182,19 @@ class SQLiteBackend:
         return await self._transact(lambda operations: operations.take_event(lease, step, key, now))
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """See ``Backend.send_event``."""
         return await self._transact(
-            lambda operations: operations.send_event(run_id, key, payload, now, event_id)
+            lambda operations: operations.send_event(
+                run_id, key, payload, now, event_id, trace_context
+            )
         )
 
     async def set_event(self, lease: Lease, key: str, value: str) -> bool:
@@ -194,6 +210,16 @@ class SQLiteBackend:
             if row is None:
                 return None
             return EventValue(records.text(row, "status"), records.optional_text(row, "value"))
+
+        return await self._thread.read(read)
+
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """See ``Backend.list_published``: one SELECT (the primary key's order)."""
+        query = self._queries["list_published"]
+
+        def read(connection: sqlite3.Connection) -> dict[str, str]:
+            rows = connection.execute(query, {"id": run_id}).fetchall()
+            return {str(row["key"]): str(row["value"]) for row in rows}
 
         return await self._thread.read(read)
 
@@ -241,6 +267,14 @@ class SQLiteBackend:
             lambda operations: operations.sync_registry(app, workflows, now, grace)
         )
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """See ``Backend.restore_registry``."""
+        return await self._transact(
+            lambda operations: operations.restore_registry(app, workflows, now)
+        )
+
     async def list_workflows(self) -> list[WorkflowInfo]:
         """See ``Backend.list_workflows``: one SELECT."""
         query = self._queries["list_workflows"]
@@ -250,9 +284,9 @@ class SQLiteBackend:
 
         return await self._thread.read(read)
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         """See ``Backend.heartbeat``."""
-        await self._transact(lambda operations: operations.heartbeat(worker, now))
+        return await self._transact(lambda operations: operations.heartbeat(worker, now))
 
     async def remove_worker(self, worker_id: str) -> None:
         """See ``Backend.remove_worker``."""
@@ -283,9 +317,25 @@ class SQLiteBackend:
             lambda operations: operations.acquire_lease(name, holder, seconds, now)
         )
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        """See ``Backend.start_tick``."""
+        return await self._transact(lambda operations: operations.start_tick(tick, now))
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        """See ``Backend.list_skipped_ticks``: one SELECT."""
+        query = self._queries["list_skipped_ticks"]
+        parameters = {"workflow": workflow, "limit": max(1, limit)}
+
+        def read(connection: sqlite3.Connection) -> list[SkippedTickRecord]:
+            return [skipped_tick(row) for row in connection.execute(query, parameters)]
+
+        return await self._thread.read(read)
+
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
         """See ``Backend.release``."""
-        await self._transact(lambda operations: operations.release(leases, now, started))
+        await self._transact(lambda operations: operations.release(leases, now, attempt_used))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """See ``Backend.cancel``."""
@@ -305,7 +355,7 @@ class SQLiteBackend:
 
         def read(connection: sqlite3.Connection) -> RunRecord | None:
             row = connection.execute(query, {"id": run_id}).fetchone()
-            return None if row is None else records.run_record(row)
+            return None if row is None else records.checked_run(row)
 
         return await self._thread.read(read)
 

@@ -191,8 +191,10 @@ class ConnectionThread:
 
     @classmethod
     async def open(cls, path: Path, synchronous: str = "FULL") -> ConnectionThread:
-        """Open (creating and migrating if needed) the database file at ``path``."""
+        """Open (creating and migrating if needed) the database file at ``path``, made
+        absolute (against the current directory) so that messages name the file."""
         executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workpool-sqlite")
+        path = await _in_thread(executor, path.resolve)
         try:
             connection = await _in_thread(executor, partial(open_connection, path, synchronous))
         except sqlite3.Error as exc:

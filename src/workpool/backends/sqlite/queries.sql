@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset
+    rank_offset, trace_context
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset
+    :priority, :rank_offset, :trace_context
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -82,6 +82,25 @@ SELECT min(first) AS since FROM (
 -- The workflows that have had runs in :queue.
 SELECT workflow FROM run_pairs WHERE queue = :queue;
 
+-- name: runs_to_check
+-- The columns of the runs of the :ids JSON array that a claim or a reap checks before it
+-- leases or reaps them (records.run_problem): get_run's, and those only claims read.
+SELECT
+    id, workflow, queue, status, attempts, input, output, error, retry, created_at,
+    available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
+    timeout, progress, batch_id,
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: set_aside
+-- Set run :id aside, its record corrupt, as it is: isolate = 2 takes it out of every
+-- claim (claims take isolate 0 or 1), no lease expiry out of reaping, and it no longer
+-- counts as running in its queue (running_in_queue).
+UPDATE runs SET isolate = 2, lease_expires_at = NULL WHERE id = :id;
+
 -- name: claim_queued
 -- Lease the runs of the :ids JSON array to :worker_id until :expires_at.
 UPDATE runs SET
@@ -97,7 +116,7 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids))
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
@@ -126,7 +145,8 @@ SELECT min(wake_at) AS wake_at FROM (
 
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
--- progress JSON text or null] (null keeps the stored progress).
+-- progress JSON text or null] (null keeps the stored progress); a run set aside as
+-- corrupt holds none.
 UPDATE runs SET lease_expires_at = :expires_at, progress = coalesce(lease.reported, runs.progress)
 FROM (
     SELECT
@@ -136,12 +156,14 @@ FROM (
     FROM json_each(:leases)
 ) AS lease
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
+    AND runs.isolate < 2
 RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
--- The run :id if it is running under lease :token (no row: the lease is not held).
+-- The run :id if it is running under lease :token (no row: the lease is not held, as for
+-- a run set aside as corrupt).
 SELECT cancel_requested, queue, workflow, started_at, gate FROM runs
-WHERE id = :id AND status = 'running' AND lease_token = :token;
+WHERE id = :id AND status = 'running' AND lease_token = :token AND isolate < 2;
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -179,7 +201,7 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 -- name: requeue_run
 -- Drop run :id's lease and queue it again at :now, adding :lease_loss to lease_losses
 -- (a lost lease also marks it to run alone); :resume = 1: the next claim takes the
--- same attempt again (the run was handed back before it began).
+-- same attempt again (the run was handed back: a hand-back is not an attempt).
 UPDATE runs SET
     status = 'queued',
     resuming = MAX(resuming, :resume),
@@ -312,13 +334,16 @@ ORDER BY id
 LIMIT :limit;
 
 -- name: get_run
--- Every column of run :id that a RunRecord holds.
+-- Every column of run :id that a RunRecord holds, and those a claim checks too
+-- (records.checked_run: a run set aside as corrupt, isolate = 2, is reported as such).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
@@ -359,8 +384,8 @@ ON CONFLICT (name) DO UPDATE SET
     paused = excluded.paused;
 
 -- name: running_in_queue
--- How many runs of :queue are running.
-SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = :queue;
+-- How many runs of :queue are running (a run set aside as corrupt does not count).
+SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = :queue AND isolate < 2;
 
 -- name: stale_workflows
 -- Names of :app's registered workflows last updated before :cutoff.
@@ -382,6 +407,18 @@ ON CONFLICT (name) DO UPDATE SET
     cron = excluded.cron,
     rate_limits = excluded.rate_limits,
     updated_at = excluded.updated_at;
+
+-- name: restore_workflow
+-- Store the definition of workflow :name unless a record of that name exists.
+INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: unregistered_workflows
+-- The names in the :workflows JSON array that have no registry record, sorted.
+SELECT DISTINCT wanted.value AS name FROM json_each(:workflows) AS wanted
+WHERE NOT EXISTS (SELECT 1 FROM workflows WHERE workflows.name = wanted.value)
+ORDER BY name;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
@@ -507,14 +544,16 @@ ORDER BY id DESC
 LIMIT :limit;
 
 -- name: runs_by_ids
--- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first.
+-- The runs whose ids are in the :ids JSON array, as get_run reads them, largest id first;
+-- not those set aside as corrupt (isolate = 2: a listing leaves them out, as on Redis).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate
-FROM runs WHERE id IN (SELECT value FROM json_each(:ids))
+    status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
+    status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
+FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2
 ORDER BY id DESC;
 
 -- name: purgeable_runs
@@ -702,6 +741,10 @@ DELETE FROM wakeups WHERE address IN (SELECT value FROM json_each(:addresses));
 -- Status of run :id and the event keys its suspension waits on (no row: unknown id).
 SELECT status, awaited_events FROM runs WHERE id = :id;
 
+-- name: set_woken_by
+-- Run :id was woken by an event sent with :trace_context: its next claim names it.
+UPDATE runs SET woken_by = (claims + 1) || ' ' || :trace_context WHERE id = :id;
+
 -- name: event_id_seen
 -- A row if run :run_id was sent an event named :event_id.
 SELECT 1 FROM event_ids WHERE run_id = :run_id AND event_id = :event_id;
@@ -732,8 +775,44 @@ LIMIT 1;
 INSERT INTO published (run_id, key, value) VALUES (:run_id, :key, :value)
 ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value;
 
+-- name: list_published
+-- Every value run :id published, by key.
+SELECT key, value FROM published WHERE run_id = :id ORDER BY key;
+
 -- name: get_published
 -- The status of run :id and the value it published under :key (no row: unknown id).
 SELECT runs.status, published.value FROM runs
 LEFT JOIN published ON published.run_id = runs.id AND published.key = :key
 WHERE runs.id = :id;
+
+-- name: trigger_latest_run
+-- The status and claim count of the run start_tick last created for (:workflow, :trigger_id).
+SELECT runs.id, runs.status, runs.claims FROM trigger_runs
+JOIN runs ON runs.id = trigger_runs.run_id
+WHERE trigger_runs.workflow = :workflow AND trigger_runs.trigger_id = :trigger_id;
+
+-- name: remember_trigger_run
+-- Make :run_id the latest run of (:workflow, :trigger_id).
+INSERT INTO trigger_runs (workflow, trigger_id, run_id) VALUES (:workflow, :trigger_id, :run_id)
+ON CONFLICT (workflow, trigger_id) DO UPDATE SET run_id = excluded.run_id;
+
+-- name: record_skipped_tick
+-- Record that the tick of (:workflow, :trigger_id) at :scheduled_at started no run.
+INSERT INTO skipped_ticks (workflow, trigger_id, scheduled_at, reason, run_id, recorded_at)
+VALUES (:workflow, :trigger_id, :scheduled_at, :reason, :run_id, :now);
+
+-- name: trim_skipped_ticks
+-- Keep only the newest :kept skipped ticks of (:workflow, :trigger_id).
+DELETE FROM skipped_ticks
+WHERE workflow = :workflow AND trigger_id = :trigger_id AND id <= (
+    SELECT id FROM skipped_ticks
+    WHERE workflow = :workflow AND trigger_id = :trigger_id
+    ORDER BY id DESC LIMIT 1 OFFSET :kept
+);
+
+-- name: list_skipped_ticks
+-- The newest :limit skipped ticks (of :workflow, or of all when NULL), latest tick first.
+SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skipped_ticks
+WHERE :workflow IS NULL OR workflow = :workflow
+ORDER BY scheduled_at DESC, id DESC
+LIMIT :limit;

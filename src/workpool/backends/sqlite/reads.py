@@ -21,6 +21,7 @@ from workpool.backends.base import (
     RunPage,
     StatsSnapshot,
 )
+from workpool.backends.reading import readable
 from workpool.backends.sqlite import records
 
 ALL_STATES = (*sorted(ACTIVE_STATES), *sorted(TERMINAL_STATES))
@@ -60,7 +61,7 @@ def list_runs(
         ranges.append([str(row["id"]) for row in found])
     ids = list(itertools.islice(heapq.merge(*ranges, reverse=True), limit))
     rows = connection.execute(queries["runs_by_ids"], {"ids": json.dumps(ids)}).fetchall()
-    runs = [records.run_record(row) for row in rows]
+    runs = readable(records.run_record, rows)
     return RunPage(runs=runs, cursor=ids[-1] if len(ids) == limit and ids else None)
 
 

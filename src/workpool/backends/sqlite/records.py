@@ -7,6 +7,7 @@ of the wrong type raises ``CorruptRecordError`` naming the run and the column.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
@@ -31,6 +32,8 @@ _STATES = frozenset(
 _STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 _STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
+EARLIEST, LATEST = -62135596800.0, 253402300799.0
+"""The times a run may hold (years 1 to 9999: what datetime reads)."""
 
 
 class Row(Protocol):
@@ -60,24 +63,37 @@ def optional_text(row: Row, field: str) -> str | None:
 
 
 def integer(row: Row, field: str) -> int:
-    """A required INTEGER column (booleans stored as 0/1 included)."""
+    """A required INTEGER column (booleans stored as 0/1 included), of at most 15 digits."""
     value = row[field]
-    if not isinstance(value, int):
+    if not isinstance(value, int) or abs(value) >= 10**15:
         raise _corrupt(row["id"], field, value, "an integer")
     return value
 
 
 def number(row: Row, field: str) -> float:
-    """A required REAL column (a time)."""
+    """A required REAL column: a finite number."""
     value = row[field]
-    if not isinstance(value, int | float):
-        raise _corrupt(row["id"], field, value, "a number")
+    if not isinstance(value, int | float) or not math.isfinite(value):
+        raise _corrupt(row["id"], field, value, "a finite number")
     return float(value)
+
+
+def time(row: Row, field: str) -> float:
+    """A required REAL column holding a time (in years 1 to 9999)."""
+    value = number(row, field)
+    if not EARLIEST <= value <= LATEST:
+        raise _corrupt(row["id"], field, value, "a time in years 1 to 9999")
+    return value
 
 
 def optional_number(row: Row, field: str) -> float | None:
     """A nullable REAL column."""
     return None if row[field] is None else number(row, field)
+
+
+def optional_time(row: Row, field: str) -> float | None:
+    """A nullable REAL column holding a time."""
+    return None if row[field] is None else time(row, field)
 
 
 def flag(row: Row, field: str) -> bool:
@@ -103,10 +119,10 @@ def run_record(row: Row) -> RunRecord:
         output=optional_text(row, "output"),
         error=optional_text(row, "error"),
         retry=optional_text(row, "retry"),
-        created_at=number(row, "created_at"),
-        available_at=number(row, "available_at"),
-        started_at=optional_number(row, "started_at"),
-        finished_at=optional_number(row, "finished_at"),
+        created_at=time(row, "created_at"),
+        available_at=time(row, "available_at"),
+        started_at=optional_time(row, "started_at"),
+        finished_at=optional_time(row, "finished_at"),
         cancel_requested=flag(row, "cancel_requested"),
         cancel_reason=optional_text(row, "cancel_reason"),
         lease_losses=integer(row, "lease_losses"),
@@ -118,11 +134,42 @@ def run_record(row: Row) -> RunRecord:
         run_time=number(row, "run_time"),
         max_concurrency=None if row["gate_limit"] is None else integer(row, "gate_limit"),
         waiting_at_gate=flag(row, "waiting_at_gate"),
+        rate_reserved=flag(row, "rate_reserved"),
         timeout=optional_number(row, "timeout"),
         progress=optional_text(row, "progress"),
         priority=integer(row, "priority"),
         batch_id=optional_text(row, "batch_id"),
     )
+
+
+def run_problem(row: Row) -> str | None:
+    """What is wrong with a ``runs_to_check`` row (its CorruptRecordError's message), or
+    None when a claim, a reap and every later read can trust it."""
+    try:
+        run_record(row)
+        number(row, "rank_offset")
+        number(row, "attempt_time")
+        flag(row, "has_steps")
+        flag(row, "resuming")
+        if row["gate"] is not None and row["gate_limit"] is None:
+            raise _corrupt(row["id"], "gate_limit", None, "the limit of its gate")
+    except CorruptRecordError as error:
+        return str(error)
+    return None
+
+
+def checked_run(row: Row) -> RunRecord:
+    """A ``get_run`` row as a RunRecord; CorruptRecordError for a run whose record is
+    corrupt, as a claim would find it (run_problem), or that a claim set aside."""
+    problem = run_problem(row)
+    if problem is not None:
+        raise CorruptRecordError(problem)
+    if row["isolate"] == 2:
+        raise CorruptRecordError(
+            f"run {row['id']}: a claim found its stored record corrupt and set it aside; "
+            "it is never claimed: repair or delete it by hand"
+        )
+    return run_record(row)
 
 
 def claimed_run(row: Row) -> ClaimedRun:
@@ -142,6 +189,8 @@ def claimed_run(row: Row) -> ClaimedRun:
         timeout=optional_number(row, "timeout"),
         elapsed=number(row, "attempt_time"),
         batch_id=optional_text(row, "batch_id"),
+        trace_context=optional_text(row, "trace_context"),
+        woken_by=optional_text(row, "woken_by"),
     )
 
 
@@ -197,7 +246,11 @@ def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str | None:
 def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     """The ``hooks`` column: a JSON list of objects; context and retry kept as text."""
     fields = (*_HOOK_FIELDS, "max_concurrency", "priority", "rank_offset")
-    return json.dumps([{field: getattr(hook, field) for field in fields} for hook in hooks])
+    items = [{field: getattr(hook, field) for field in fields} for hook in hooks]
+    for item, hook in zip(items, hooks, strict=True):
+        if hook.trace_context is not None:  # (only while tracing: kept out of other rows)
+            item["trace_context"] = hook.trace_context
+    return json.dumps(items)
 
 
 def decode_hooks(row: Row, field: str = "hooks") -> list[CompletionHook]:
@@ -224,8 +277,19 @@ def _hook(item: dict[str, Any]) -> CompletionHook:
     offset = item.get("rank_offset", 0.0)
     if type(priority) is not int or not isinstance(offset, int | float):
         raise TypeError("hook priority must be an integer, rank_offset a number")
+    trace_context = item.get("trace_context")
+    if not (trace_context is None or isinstance(trace_context, str)):
+        raise TypeError("hook trace_context must be text or null")
     return CompletionHook(
-        workflow, queue, context, retry, on_failure_only, limit, priority, float(offset)
+        workflow,
+        queue,
+        context,
+        retry,
+        on_failure_only,
+        limit,
+        priority,
+        float(offset),
+        trace_context,
     )
 
 

@@ -9,6 +9,7 @@ One module per area, every name re-exported here (callers write ``codec.encode_r
 - ``stats.py``     ``get_stats.lua``'s and ``get_minute_counters.lua``'s replies, worker records
 - ``steps.py``     stored steps
 - ``settings.py``  queue settings, workflow registry records
+- ``ticks.py``     ``start_tick.lua``'s reply, skipped ticks
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from workpool.backends.redis.codec.runs import (
     decode_batch,
     decode_claimed,
     decode_run,
+    decode_set_aside,
     encode_finishes,
     encode_hook,
     encode_rate_limits,
@@ -26,11 +28,13 @@ from workpool.backends.redis.codec.runs import (
     lease_pairs,
     optional_argument,
     renewals,
+    set_aside_error,
 )
 from workpool.backends.redis.codec.settings import (
     decode_settings,
     decode_workflow,
     encode_queue_change,
+    encode_registry,
     encode_workflow,
 )
 from workpool.backends.redis.codec.stats import (
@@ -47,12 +51,17 @@ from workpool.backends.redis.codec.steps import (
     decode_steps,
     encode_step,
 )
+from workpool.backends.redis.codec.ticks import decode_skipped_ticks, decode_tick_started
 from workpool.backends.redis.codec.times import milliseconds, seconds
 
 __all__ = [
+    "decode_tick_started",
+    "decode_skipped_ticks",
     "seconds",
     "milliseconds",
     "RUN_FIELDS",
+    "decode_set_aside",
+    "set_aside_error",
     "encode_runs",
     "encode_rate_limits",
     "gate_fields",
@@ -76,6 +85,7 @@ __all__ = [
     "decode_steps",
     "encode_queue_change",
     "decode_settings",
+    "encode_registry",
     "encode_workflow",
     "decode_workflow",
 ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,12 +25,13 @@ from workpool.backends.base import (
     NewRun,
     RateLimitSpec,
     RunRecord,
+    SetAside,
 )
 from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 
-RUN_FIELDS = 19
+RUN_FIELDS = 20
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -62,6 +64,7 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             *rank_fields(run.priority, run.rank_offset),
             run.debounce_key or "",
             "" if run.debounce_until is None else seconds(run.debounce_until),
+            run.trace_context or "",
         )
     return args
 
@@ -114,6 +117,8 @@ def _encode_hook(hook: CompletionHook) -> dict[str, Any]:
         item["priority"] = priority  # strings, stored into the hook run's hash as they are
     if offset:
         item["rank_offset"] = offset
+    if hook.trace_context is not None:
+        item["trace"] = hook.trace_context
     return item
 
 
@@ -157,7 +162,7 @@ def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated, timeout, elapsed, batch_id = row[9:]
+    steps, claims, isolated, timeout, elapsed, batch_id, trace_context, woken_by = row[9:]
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -173,12 +178,20 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         timeout=None if timeout is None else float(timeout),
         elapsed=float(elapsed),
         batch_id=batch_id,
+        trace_context=trace_context,
+        woken_by=woken_by,
     )
+
+
+_DECIMAL = re.compile(r"[0-9.eE+-]+")
+_WHOLE = re.compile(r"-?[0-9]{1,15}")
+EARLIEST, LATEST = -62135596800.0, 253402300799.0
+"""The times a run may hold (years 1 to 9999), as lua/library/checks.lua checks them."""
 
 
 class _Fields:
     """Reads one run hash (or a batch's), naming it and the field in every
-    CorruptRecordError."""
+    CorruptRecordError; numbers are read as strictly as lua/library/checks.lua does."""
 
     def __init__(self, run_id: str, fields: Mapping[str, str], kind: str = "run") -> None:
         self._run_id = f"{kind} {run_id}"
@@ -201,27 +214,46 @@ class _Fields:
 
     def integer(self, name: str) -> int:
         text = self.text(name)
-        try:
-            return int(text)
-        except ValueError:
-            raise self._not_a_number(name, text) from None
+        if not _WHOLE.fullmatch(text):
+            raise self._malformed(name, text, "a whole number")
+        return int(text)
+
+    def flag(self, name: str) -> bool:
+        text = self.text(name)
+        if text not in ("0", "1"):
+            raise self._malformed(name, text, "0 or 1")
+        return text == "1"
 
     def number(self, name: str) -> float:
         text = self.text(name)
         try:
-            return float(text)
-        except ValueError:
-            raise self._not_a_number(name, text) from None
+            value = float(text) if _DECIMAL.fullmatch(text) else math.nan
+        except ValueError:  # e.g. "1.2.3"
+            value = math.nan
+        if not math.isfinite(value):
+            raise self._malformed(name, text, "a finite number")
+        return value
+
+    def time(self, name: str) -> float:
+        value = self.number(name)
+        if not EARLIEST <= value <= LATEST:
+            raise self._malformed(name, self.text(name), "a time in years 1 to 9999")
+        return value
 
     def optional_number(self, name: str) -> float | None:
         return None if self._fields.get(name) is None else self.number(name)
 
+    def optional_time(self, name: str) -> float | None:
+        return None if self._fields.get(name) is None else self.time(name)
+
     def optional_integer(self, name: str) -> int | None:
         return None if self._fields.get(name) is None else self.integer(name)
 
-    def _not_a_number(self, name: str, text: str) -> CorruptRecordError:
+    def _malformed(self, name: str, text: str, expected: str) -> CorruptRecordError:
         return CorruptRecordError(
-            f"{self._run_id}: stored field {name!r} is not a number: {text!r}"
+            f"{self._run_id}: stored field {name!r} holds {text!r}, expected {expected}; "
+            "the record was altered outside workpool (the run is set aside: repair or "
+            "delete it by hand)"
         )
 
 
@@ -238,11 +270,11 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         output=read.optional_text("output"),
         error=read.optional_text("error"),
         retry=read.optional_text("retry"),
-        created_at=read.number("created_at"),
-        available_at=read.number("available_at"),
-        started_at=read.optional_number("started_at"),
-        finished_at=read.optional_number("finished_at"),
-        cancel_requested=read.integer("cancel_requested") == 1,
+        created_at=read.time("created_at"),
+        available_at=read.time("available_at"),
+        started_at=read.optional_time("started_at"),
+        finished_at=read.optional_time("finished_at"),
+        cancel_requested=read.flag("cancel_requested"),
         cancel_reason=read.optional_text("cancel_reason"),
         lease_losses=read.integer("lease_losses"),
         idempotency_key=read.optional_text("idempotency_key"),
@@ -255,10 +287,26 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",
+        rate_reserved=fields.get("status") == "scheduled" and fields.get("rate_reserved") == "1",
         timeout=read.optional_number("timeout"),
         progress=read.optional_text("progress"),
         priority=read.optional_integer("priority") or 0,
         batch_id=read.optional_text("batch"),
+    )
+
+
+def decode_set_aside(flat: Sequence[str]) -> tuple[SetAside, ...]:
+    """claim.lua's runs set aside, flat (run id, problem) pairs, as SetAside values."""
+    return tuple(
+        SetAside(run_id=flat[index], problem=flat[index + 1]) for index in range(0, len(flat), 2)
+    )
+
+
+def set_aside_error(run_id: str, problem: str) -> CorruptRecordError:
+    """The error for reading a run a script set aside as corrupt."""
+    return CorruptRecordError(
+        f"run {run_id}: its stored record is corrupt ({problem}); it was set aside and is "
+        "never claimed: repair or delete it by hand"
     )
 
 

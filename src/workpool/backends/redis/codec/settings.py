@@ -1,10 +1,12 @@
 """Queue settings (``set_queue.lua``'s arguments, a settings hash) and the workflow
-registry's records (``sync_registry.lua``).
+registry's records (``sync_registry.lua``, ``restore_registry.lua``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from types import EllipsisType
 
 from workpool.backends.base import QueueSettings, WorkflowInfo
@@ -57,6 +59,16 @@ def encode_workflow(workflow: WorkflowInfo, now: float) -> str:
         },
         ensure_ascii=False,
     )
+
+
+def encode_registry(app: str, workflows: Sequence[WorkflowInfo], now: float) -> list[str]:
+    """Name, record pairs of ``app``'s workflows, flat, as ``sync_registry.lua`` and
+    ``restore_registry.lua`` take them."""
+    return [
+        part
+        for workflow in workflows
+        for part in (workflow.name, encode_workflow(replace(workflow, app=app), now))
+    ]
 
 
 def decode_workflow(name: str, text: str) -> WorkflowInfo:

@@ -11,10 +11,12 @@
 -- ARGV[8 .. 7+n]  the workflows the worker defines
 -- ARGV[8+n ..]    queue names, in claim priority order
 --
--- Returns { next_wake_at or nil, isolated_since or nil, claimed run, ... }:
+-- Returns { next_wake_at or nil, isolated_since or nil, set aside, claimed run, ... }:
 --   next_wake_at  the earliest scheduled time or lease expiry of these queues
 --   isolated_since  the earliest available_at of runs to isolate of the served
 --                   workflows that this claim left (decimal string)
+--   set aside  flat { run id, problem, ... }: runs set aside as corrupt (by this call or
+--              any script since) that no claim reported yet (corrupt.lua), up to 100
 --   each claimed run  as library/starting.lua describes it
 -- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
 -- and reaping (library/reaping.lua) each handle at most BATCH runs per call, oldest
@@ -56,22 +58,25 @@ for _, queue in ipairs(queues) do  -- a full or paused queue wakes nobody
   end
 end
 
--- reply[1], reply[2]: next_wake_at, isolated_since, set below; claimed runs follow.
-local reply, next_wake_at, isolating = { false, false }, nil, false
+-- reply[1..3]: next_wake_at, isolated_since, runs set aside, set below; claimed runs follow.
+local reply, next_wake_at, isolating = { false, false, false }, nil, false
 local heads, started = {}, {}  -- queue -> heads_of (while unchanged), runs started
 if alone and limit > 0 then
   for _, queue in ipairs(queues) do
     heads[queue] = heads_of(claim, queue)
-    if room_now(queue) > 0 and take_isolated(claim, queue, heads[queue], reply) then
+    local took, popped = false, false
+    if room_now(queue) > 0 then took, popped = take_isolated(claim, queue, heads[queue], reply) end
+    if took then
       isolating, started[queue] = true, 1
       break
     end
+    if popped then heads[queue] = nil end  -- it set a corrupt run aside: read them again
   end
 end
 for _, queue in ipairs(queues) do
   if not isolating then
     local free = room_now(queue)
-    local wanted = math.min(limit - (#reply - 2), free)
+    local wanted = math.min(limit - (#reply - 3), free)
     local taken, left = take(claim, queue, heads[queue] or heads_of(claim, queue),
       math.max(wanted, 0), reply)
     started[queue], heads[queue] = taken, nil
@@ -87,4 +92,5 @@ for _, queue in ipairs(queues) do
 end
 reply[1] = next_wake_at or false
 reply[2] = claim.isolated_since and string.format('%.17g', claim.isolated_since) or false
+reply[3] = corrupt_reports()
 return reply

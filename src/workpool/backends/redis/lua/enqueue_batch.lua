@@ -6,7 +6,8 @@
 -- ARGV[2]  the batch id
 -- ARGV[3]  'add': add the runs to the batch, which must exist and be open, or be closed
 --          and added to by an unfinished run of its own; 'open' or 'closed': create the
---          batch so (it must not exist)
+--          batch so (it must not exist, unless it holds a run of this call: a repeat of
+--          the call that created it, which then adds what is not stored yet)
 -- ARGV[4]  'add': the id of the run of the batch that adds, or ''; 'open' or 'closed':
 --          JSON text of its callback hook (see hooks.lua), or ''
 -- ARGV[5..] RUN_FIELDS values per run (see library/enqueueing.lua)
@@ -28,12 +29,24 @@ local key = b.key(batch_id)
 local open = redis.call('HGET', key, 'open')
 -- Whether the run adding is a run of the batch that has not ended (it keeps it pending).
 local function added_by_own_run()
-  local adder = detail ~= '' and redis.call('HMGET', run_key(detail), 'status', 'batch')
+  local adder = detail ~= '' and redis.pcall('HMGET', run_key(detail), 'status', 'batch')
   return adder and adder[2] == batch_id and not TERMINAL[adder[1]]
 end
 if mode == 'add' and not open then return { 'not_found' } end
 if mode == 'add' and open ~= '1' and not added_by_own_run() then return { 'closed' } end
-if mode ~= 'add' and open then return { 'exists' } end
+-- Whether a run of this call is stored in the batch: the call is a repeat of the one that
+-- created it (sent again after its reply was lost), and goes on as an add.
+local function holds_a_run_of_this_call()
+  for position = 1, runs do
+    local run_id = ARGV[5 + (position - 1) * RUN_FIELDS]
+    if redis.call('HGET', run_key(run_id), 'batch') == batch_id then return true end
+  end
+  return false
+end
+if mode ~= 'add' and open then
+  if not holds_a_run_of_this_call() then return { 'exists' } end
+  mode = 'repeat'
+end
 local ids = {}
 for position = 1, runs do ids[position] = ARGV[5 + (position - 1) * RUN_FIELDS] end
 note_absent(ids)
@@ -54,7 +67,7 @@ for position = 1, runs do
     reply[#reply + 1] = existing
   end
 end
-if mode == 'add' then
+if mode == 'add' or mode == 'repeat' then
   redis.call('HINCRBY', key, 'total', created)
   return reply
 end

@@ -9,7 +9,8 @@
 -- ARGV[5]  limit (integer)
 -- ARGV[6]  the error JSON text stored on each
 --
--- Returns how many runs ended failed (hooks fire, gates admit, parents hear of it).
+-- Returns how many runs ended failed (hooks fire, gates admit, parents hear of it). A
+-- run whose record is corrupt is set aside instead (checks.lua).
 -- Ready scores are ranks, not times (ready.lua): it reads the pair's ready set in claim
 -- order, a page at a time, and keeps the runs whose available_at is before the cutoff,
 -- so it also reads the later runs of higher priority that stand before them.
@@ -17,16 +18,22 @@
 local now, queue, workflow, before = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local limit, error_json = tonumber(ARGV[5]), ARGV[6]
 local key, ids, start, page = ready_key(queue, workflow), {}, 0, math.max(limit, 100)
-local batch
+local batch, corrupt = nil, {}
 flush_key(key)
 repeat
   batch = redis.call('ZRANGE', key, start, start + page - 1)
   for _, run_id in ipairs(batch) do
-    local at = tonumber(redis.call('HGET', run_key(run_id), 'available_at'))
-    if #ids < limit and at < before then ids[#ids + 1] = run_id end
+    local problem, run = nil, nil
+    if #ids < limit then problem, run = run_problem(run_id) end
+    if problem then
+      corrupt[#corrupt + 1] = { run_id, problem, run }
+    elseif run and tonumber(run.available_at) < before then
+      ids[#ids + 1] = run_id
+    end
   end
   start = start + page
 until #ids >= limit or #batch < page
+for _, bad in ipairs(corrupt) do set_aside(bad[1], bad[2], bad[3], queue, workflow) end
 for _, run_id in ipairs(ids) do
   end_run(run_id, read_run(run_id), 'failed', now, { 'error', error_json })
 end

@@ -8,6 +8,7 @@
 --          waiting_on (array of child run ids), progress (JSON text)
 --
 -- Returns 1 (applied) or 0 (lease not held) per entry, in order; a bad time: an error reply.
+-- A run whose record is corrupt is set aside (checks.lua): 0.
 -- A cancel request turns failed, canceled, retry and suspend into canceled. Limited
 -- queues the runs left are woken if they have room (queues.lua).
 
@@ -43,7 +44,8 @@ end
 local function apply(finish)
   local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at',
     'isolate', 'run_time', 'attempt_time')
-  if run[1] ~= 'running' or run[11] ~= finish.token then
+  if set_aside_if_corrupt(finish.run_id, run) or run[1] ~= 'running'
+      or run[11] ~= finish.token then
     return 0
   end
   if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived

@@ -8,7 +8,10 @@
 -- Returns { status, value } (value nil when none was published), or nil for an unknown
 -- run.
 
-local status = redis.call('HGET', run_key(ARGV[1]), 'status')
+local status = redis.pcall('HGET', run_key(ARGV[1]), 'status')
+if type(status) == 'table' then
+  return redis.error_reply('CORRUPT run ' .. ARGV[1] .. ': its key is not a hash')
+end
 if not status then
   return nil
 end

@@ -80,7 +80,8 @@ while #page < limit do
   if not best then
     break
   end
-  page[#page + 1] = redis.call('HGETALL', run_key(best.ids[best.next]))
+  local fields = redis.pcall('HGETALL', run_key(best.ids[best.next]))
+  page[#page + 1] = fields.err and { 'id', best.ids[best.next] } or fields
   best.next = best.next + 1
 end
 return page

@@ -20,9 +20,10 @@ if limit > 0 then
   local old = redis.call('ZRANGEBYSCORE', finished_key(), '-inf', '(' .. finished_before,
     'LIMIT', 0, limit)
   for _, run_id in ipairs(old) do
-    local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
+    local run = redis.pcall('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
       'idempotency_key', 'inbox')
-    if run[1] then
+    if run.err then run = {} end  -- not a hash: its keys are deleted all the same
+    if run[1] and run[2] and run[3] then
       zrem_later(list_key(run[1], pair_of(run[2], run[3])), run_id)
       if run[4] then
         local key = idempotency_key(run[3], run[4])

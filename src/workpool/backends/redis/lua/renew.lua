@@ -5,18 +5,18 @@
 -- ARGV[2..] triples: run id, lease token, progress (JSON text to store, or '' to keep)
 --
 -- Returns { lost run ids, run ids whose lease is held and whose cancel was requested }.
--- A lease is held while the run is running with the same token, even once expired.
+-- A lease is held while the run is running with the same token, even once expired; a
+-- run whose record is corrupt is set aside (checks.lua) and its lease lost.
 
 local lease_expires_at = ARGV[1]
 local lost, cancel_requested = {}, {}
 for i = 2, #ARGV, 3 do
   local run_id, token, progress = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token',
-    'cancel_requested', 'queue')
-  if run[1] == 'running' and run[2] == token then
-    zadd_later(queue_key(run[4], 'leases'), lease_expires_at, run_id)
+  local problem, run = problem_of(run_id)
+  if not problem and run.status == 'running' and run.lease_token == token then
+    zadd_later(queue_key(run.queue, 'leases'), lease_expires_at, run_id)
     if progress ~= '' then redis.call('HSET', run_key(run_id), 'progress', progress) end
-    if run[3] == '1' then
+    if run.cancel_requested == '1' then
       cancel_requested[#cancel_requested + 1] = run_id
     end
   else

@@ -7,13 +7,20 @@
 --
 -- Returns { 'created', new id }, { 'exists', the id of the run an earlier rerun made },
 -- { 'not_found' }, { 'not_finished' } (active), { 'succeeded' }, or { 'taken' } when
--- the new id already names a run (nothing changed but in 'created').
+-- the new id already names a run (nothing changed but in 'created'); an error reply
+-- 'CORRUPT ...' for a run whose record is corrupt (set aside: checks.lua).
 -- The new run copies workflow, queue, input, retry, hooks, gate, gate_limit, rate,
 -- timeout, priority and rank_offset,
 -- has retry_of, and is stored as enqueue stores a run available now: it reserves a
 -- start if rate limited, goes through its gate if gated, and wakes its queue.
 
 local now, run_id, new_id = ARGV[1], ARGV[2], ARGV[3]
+local problem, checked = problem_of(run_id)
+if problem == GONE then
+  return { 'not_found' }
+elseif problem then
+  return corrupt_reply(run_id, problem)
+end
 local old = redis.call('HMGET', run_key(run_id), 'status', 'retried_as', 'workflow',
   'queue', 'input', 'retry', 'hooks', 'gate', 'gate_limit', 'rate', 'timeout', 'priority',
   'rank_offset')
@@ -25,6 +32,9 @@ elseif not TERMINAL[old[1]] then
   return { 'not_finished' }
 elseif old[1] == 'succeeded' then
   return { 'succeeded' }
+elseif not old[5] then
+  set_aside(run_id, "field 'input' is missing", checked)
+  return corrupt_reply(run_id, "field 'input' is missing")
 elseif redis.call('EXISTS', run_key(new_id)) == 1 then
   return { 'taken' }
 end

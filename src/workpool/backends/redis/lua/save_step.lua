@@ -35,7 +35,7 @@ local function start_child(kind, step_json)
       wake(child.queue, child.workflow)
     end
   elseif kind == 'workflow' then
-    local found = redis.call('HMGET', run_key(child_id), 'status', 'output', 'error',
+    local found = redis.pcall('HMGET', run_key(child_id), 'status', 'output', 'error',
       'cancel_reason')
     if TERMINAL[found[1]] then
       take_outcome(step, found[1], found[2] or nil, found[3] or nil, found[4] or nil, now)
@@ -50,13 +50,13 @@ end
 
 local refused = bad_now() or (ARGV[6] and bad_new_run(7))
 if refused then return refused end
-local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token', 'has_steps')
-if run[1] ~= 'running' or run[2] ~= token then
+if not lease_held(run_id, token) then
   return nil
 end
+local has_steps = redis.call('HGET', run_key(run_id), 'has_steps')
 local step_json = ARGV[5]
 if ARGV[6] then
   step_json = start_child(ARGV[6], step_json)
 end
-store_step(run_id, name, step_json, run[3])
+store_step(run_id, name, step_json, has_steps)
 return step_json

@@ -10,8 +10,7 @@
 -- running under that token (nothing written).
 
 local run_id, token, key, value = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token')
-if run[1] ~= 'running' or run[2] ~= token then
+if not lease_held(run_id, token) then
   return 0
 end
 redis.call('HSET', published_key(run_id), key, value)

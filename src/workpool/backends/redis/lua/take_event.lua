@@ -20,10 +20,10 @@ local now, run_id, token, name, step_json, key = ARGV[1], ARGV[2], ARGV[3], ARGV
 
 local refused = bad_now()
 if refused then return refused end
-local run = redis.call('HMGET', run_key(run_id), 'status', 'lease_token', 'has_steps')
-if run[1] ~= 'running' or run[2] ~= token then
+if not lease_held(run_id, token) then
   return nil
 end
+local has_steps = redis.call('HGET', run_key(run_id), 'has_steps')
 local stored = redis.call('HGET', steps_key(run_id), name)
 if stored and cjson.decode(stored).status == 'succeeded' then
   return stored
@@ -34,5 +34,5 @@ if payload then
   step.status, step.output, step.finished_at = 'succeeded', payload, now
   step_json = cjson.encode(step)
 end
-store_step(run_id, name, step_json, run[3])
+store_step(run_id, name, step_json, has_steps)
 return step_json

@@ -8,7 +8,9 @@ Its parts, each a class over the shared transaction, from the bottom up:
 
 - ``transaction.py``  connection, named queries, ``woken``, counters, queue settings
 - ``admission.py``    concurrency gates and rate-limit reservations
+- ``checking.py``     finding corrupt rows among the runs an operation will change
 - ``enqueueing.py``   ``enqueue`` (and storing a step's child)
+- ``ticks.py``        ``start_tick``: a cron tick's run, or a skipped tick's record
 - ``ending.py``       terminal transitions with hooks, requeues, ``cancel``, ``cancel_many``
 - ``claiming.py``     ``claim``: promote, reap, lease
 - ``finishing.py``    ``renew``, ``finish``, ``release``
@@ -22,13 +24,13 @@ from __future__ import annotations
 
 from workpool.backends.sqlite.operations.admin import Admin
 from workpool.backends.sqlite.operations.claiming import Claiming
-from workpool.backends.sqlite.operations.enqueueing import Enqueueing
 from workpool.backends.sqlite.operations.events import Events
 from workpool.backends.sqlite.operations.finishing import Finishing
 from workpool.backends.sqlite.operations.steps import Steps
+from workpool.backends.sqlite.operations.ticks import Ticks
 
 __all__ = ["Operations"]
 
 
-class Operations(Claiming, Finishing, Events, Steps, Enqueueing, Admin):
+class Operations(Claiming, Finishing, Events, Steps, Ticks, Admin):
     """Every state transition, as statements on one connection inside one transaction."""

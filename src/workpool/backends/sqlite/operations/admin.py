@@ -53,21 +53,37 @@ class Admin(Ending):
         for name in removed:
             self._execute("delete_workflow", name=name)
         for workflow in workflows:
-            self._execute(
-                "register_workflow",
-                name=workflow.name,
-                app=app,
-                queue=workflow.queue,
-                max_concurrency=workflow.max_concurrency,
-                retry=workflow.retry,
-                cron=workflow.cron,
-                rate_limits=workflow.rate_limits,
-                now=now,
-            )
+            self._store_workflow("register_workflow", app, workflow, now)
         return removed
 
-    def heartbeat(self, worker: WorkerRecord, now: float) -> None:
-        """Store the worker's record; delete the expired ones."""
+    def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """Store the given records whose name has no record; return their names."""
+        restored = [
+            workflow.name
+            for workflow in workflows
+            if self._store_workflow("restore_workflow", app, workflow, now) == 1
+        ]
+        return sorted(restored)
+
+    def _store_workflow(self, query: str, app: str, workflow: WorkflowInfo, now: float) -> int:
+        """Run ``query`` (register or restore) for one record; the rows it changed."""
+        return self._execute(
+            query,
+            name=workflow.name,
+            app=app,
+            queue=workflow.queue,
+            max_concurrency=workflow.max_concurrency,
+            retry=workflow.retry,
+            cron=workflow.cron,
+            rate_limits=workflow.rate_limits,
+            now=now,
+        ).rowcount
+
+    def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
+        """Store the worker's record; delete the expired ones; name the worker's
+        workflows that have no registry record."""
         self._execute("delete_expired_workers", now=now)
         self._execute(
             "store_worker",
@@ -79,6 +95,8 @@ class Admin(Ending):
             now=now,
             expires_at=worker.expires_at,
         )
+        missing = self._execute("unregistered_workflows", workflows=json.dumps(worker.workflows))
+        return [records.text(row, "name") for row in missing.fetchall()]
 
     def remove_worker(self, worker_id: str) -> None:
         """Delete the worker's record."""

@@ -19,25 +19,30 @@ from workpool.backends.base import (
 )
 from workpool.backends.checks import check_batch
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import Admission, gate_id
+from workpool.backends.sqlite.operations.admission import gate_id
+from workpool.backends.sqlite.operations.checking import Checking
 from workpool.errors import BatchClosedError, BatchNotFoundError
 
 
-class Batches(Admission):
+class Batches(Checking):
     """A batch's record, kept in step with its runs in the transactions that move them."""
 
     def _batch_of(
         self, runs: Sequence[NewRun], batch: NewBatch | None, added_by: str | None
-    ) -> str | None:
-        """The batch the runs of an enqueue join (None: none), checked before anything
-        is written: a new one must not exist; an existing one must be open, or be added
-        to by an unfinished run of its own."""
+    ) -> tuple[str | None, NewBatch | None]:
+        """The batch the runs of an enqueue join (None: none) and the batch to create
+        (None: none), checked before anything is written: a new one must not exist,
+        unless it holds a run of these (a repeat of the call that created it, sent again
+        after a lost reply: it adds what is not stored yet); an existing one must be
+        open, or be added to by an unfinished run of its own."""
         batch_id = check_batch(runs, batch)
         if batch_id is None:
-            return None
+            return None, None
         row = self._execute("get_batch", id=batch_id).fetchone()
         if batch is not None and row is not None:
-            raise ValueError(f"batch {batch_id} exists already; nothing was written")
+            if not any(self._in_batch(run.id, batch_id) for run in runs):
+                raise ValueError(f"batch {batch_id} exists already; nothing was written")
+            return batch_id, None
         if batch is None and row is None:
             raise BatchNotFoundError(f"no batch with id {batch_id!r} exists; nothing was stored")
         if batch is None and not records.flag(row, "open") and not self._adds(added_by, batch_id):
@@ -45,7 +50,11 @@ class Batches(Admission):
                 f"batch {batch_id} is closed: only its own runs may add to it, while they "
                 "run; nothing was stored"
             )
-        return batch_id
+        return batch_id, batch
+
+    def _in_batch(self, run_id: str, batch_id: str) -> bool:
+        row = self._execute("run_batch", id=run_id).fetchone()
+        return row is not None and row["batch_id"] == batch_id
 
     def _adds(self, run_id: str | None, batch_id: str) -> bool:
         """Whether ``run_id`` names an unfinished run of the batch."""
@@ -139,6 +148,7 @@ class Batches(Admission):
             timeout=None,
             priority=hook.priority,
             rank_offset=hook.rank_offset,
+            trace_context=hook.trace_context,
         )
         if inserted.rowcount:
             self.woken.add(hook.queue)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 
-from workpool.backends.base import ClaimedRun, ClaimResult
+from workpool.backends.base import ClaimedRun, ClaimResult, SetAside
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import Ending
 from workpool.backends.sqlite.operations.transaction import EXECUTIONS, RETRIED
@@ -35,6 +36,7 @@ class Claiming(Ending):
         """Promote due runs, reap expired leases, then lease up to ``limit`` queued runs
         of ``workflows`` (None: of every workflow), or one run to isolate if ``alone``."""
         unique = list(dict.fromkeys(queues))
+        self._set_aside: list[SetAside] = []
         for queue in unique:
             for promotion in ("promote_due", "promote_timers"):
                 promoted = self._execute(
@@ -62,7 +64,12 @@ class Claiming(Ending):
                 claimed += self._lease(ids, lease)
         row = self._execute("next_wake_at", queues=json.dumps(unique)).fetchone()
         wake_at = None if row is None or row["wake_at"] is None else float(row["wake_at"])
-        return ClaimResult(runs=claimed, next_wake_at=wake_at, isolated_since=isolated_since)
+        return ClaimResult(
+            runs=claimed,
+            next_wake_at=wake_at,
+            isolated_since=isolated_since,
+            set_aside=tuple(self._set_aside),
+        )
 
     def _served(self, queue: str, workflows: Sequence[str] | None) -> list[str]:
         """The workflows whose runs of ``queue`` the claim may take."""
@@ -113,7 +120,11 @@ class Claiming(Ending):
 
     def _reap(self, queue: str, max_lease_losses: int, now: float) -> None:
         expired = self._execute("expired_leases", queue=queue, now=now, batch=REAP_BATCH)
-        for row in expired.fetchall():
+        rows = expired.fetchall()
+        sound = set(self._sound([str(row["id"]) for row in rows]))
+        for row in rows:
+            if row["id"] not in sound:
+                continue
             run_id = records.text(row, "id")
             losses = records.integer(row, "lease_losses") + 1
             tally = self._tally(queue, records.text(row, "workflow"), now)
@@ -129,6 +140,7 @@ class Claiming(Ending):
 
     def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
         """Make the queued runs ``ids`` running under new leases, in the order given."""
+        ids = self._sound(ids)
         if not ids:
             return []
         worker_id, now, expires_at = lease
@@ -138,6 +150,25 @@ class Claiming(Ending):
         order = {run_id: position for position, run_id in enumerate(ids)}
         rows.sort(key=lambda row: order[row["id"]])
         return [records.claimed_run(row) for row in rows]
+
+    def _sound(self, ids: Sequence[str]) -> list[str]:
+        """The runs of ``ids`` whose record can be trusted, in order; each other one is
+        set aside (see the ``set_aside`` query), its gate place freed, and noted."""
+        checked = self._checked_rows(ids)
+        for run_id, (problem, row) in checked.items():
+            if problem is not None:
+                self._put_aside(run_id, problem, row)
+        return [run_id for run_id in ids if run_id in checked and checked[run_id][0] is None]
+
+    def _put_aside(self, run_id: str, problem: str, row: sqlite3.Row) -> None:
+        self._execute("set_aside", id=run_id)
+        self._set_aside.append(SetAside(run_id, problem))
+        gate, limit = row["gate"], row["gate_limit"]
+        if row["admitted"] == 1 and row["status"] in ("queued", "running") and gate is not None:
+            self._execute("count_admitted", gate=gate, delta=-1)
+            self._fill(gate, limit if isinstance(limit, int) and limit >= 1 else None)
+        if row["status"] == "running" and isinstance(row["queue"], str):
+            self._left_running(row["queue"])
 
 
 def worker_lost_error(losses: int) -> str:

@@ -25,10 +25,10 @@ class Enqueueing(Batches):
         """Store runs, honouring idempotency keys, debounce and existing ids; with their
         batch, if they have one."""
         check_new_runs(runs, now)
-        batch_id = self._batch_of(runs, batch, added_by)
+        batch_id, new_batch = self._batch_of(runs, batch, added_by)
         stored = [self._enqueue_one(run, now) for run in runs]
         if batch_id is not None:
-            self._stored_in_batch(batch_id, batch, stored, now)
+            self._stored_in_batch(batch_id, new_batch, stored, now)
         return stored
 
     def _enqueue_one(
@@ -44,6 +44,10 @@ class Enqueueing(Batches):
             row = held.fetchone()
             if row is not None:
                 return Enqueued(run_id=records.text(row, "run_id"), created=False)
+        if (run.debounce_key is not None or run.skip_if_busy) and self._stored(run.id):
+            # A repeated enqueue (sent again after a lost reply) finds its own run, which
+            # may be the debounced run or fill the gate: it is not collapsed or skipped.
+            return Enqueued(run_id=run.id, created=False)
         if run.debounce_key is not None:
             pending = self._collapse(run, now)
             if pending is not None:
@@ -74,6 +78,7 @@ class Enqueueing(Batches):
             timeout=run.timeout,
             priority=run.priority,
             rank_offset=run.rank_offset,
+            trace_context=run.trace_context,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)
@@ -83,6 +88,9 @@ class Enqueueing(Batches):
         else:
             self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
+
+    def _stored(self, run_id: str) -> bool:
+        return self._execute("run_status", id=run_id).fetchone() is not None
 
     def _remember(self, run: NewRun, now: float) -> None:
         """A run just stored holds its idempotency key, and is its debounce key's run."""

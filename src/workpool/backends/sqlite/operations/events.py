@@ -17,7 +17,13 @@ class Events(Steps, Ending):
     """Storing events, handing them to steps, publishing values."""
 
     def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """Store the event unless its id was seen; queue the run if its suspension
         waits on ``key``."""
@@ -37,6 +43,8 @@ class Events(Steps, Ending):
             self._execute("remember_event_id", run_id=run_id, event_id=event_id)
         self._execute("store_event", run_id=run_id, key=key, payload=payload)
         if status == "suspended" and key in json.loads(row["awaited_events"] or "[]"):
+            if trace_context is not None:
+                self._execute("set_woken_by", id=run_id, trace_context=trace_context)
             self._wake_suspended(run_id, now)
         return "sent"
 

@@ -39,9 +39,14 @@ class Finishing(Ending):
         return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
 
     def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
-        """Apply each entry whose lease is held; False for the others."""
+        """Apply each entry whose lease is held; False for the others (a run whose row
+        is corrupt among them: its lease expires, and the claim that reaps it sets it
+        aside)."""
         check_finishes(finishes, now)
-        return [self._finish_one(entry, now) for entry in finishes]
+        corrupt = self._corrupt_among([entry.lease.run_id for entry in finishes])
+        return [
+            entry.lease.run_id not in corrupt and self._finish_one(entry, now) for entry in finishes
+        ]
 
     def _finish_one(self, entry: Finish, now: float) -> bool:
         held = self._held(entry.lease)
@@ -101,15 +106,17 @@ class Finishing(Ending):
             self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
             self._fill(*left)
 
-    def release(self, leases: Sequence[Lease], now: float, started: bool) -> None:
-        """Queue held runs again now (or end them canceled if cancel was requested);
-        runs never ``started`` take the same attempt again when next claimed."""
+    def release(self, leases: Sequence[Lease], now: float, attempt_used: bool) -> None:
+        """Queue held runs again now (or end them canceled if cancel was requested); the
+        next claim takes the same attempt again, unless ``attempt_used`` (a run whose
+        row is corrupt keeps its lease, to be reaped and set aside)."""
+        corrupt = self._corrupt_among([lease.run_id for lease in leases])
         for lease in leases:
-            held = self._held(lease)
+            held = None if lease.run_id in corrupt else self._held(lease)
             if held is None:
                 continue
             self._left_running(records.text(held, "queue"))
             if records.flag(held, "cancel_requested"):
                 self._end(lease.run_id, "canceled", now)
             else:
-                self._requeue(lease.run_id, now, lease_loss=0, resume=not started)
+                self._requeue(lease.run_id, now, lease_loss=0, resume=not attempt_used)

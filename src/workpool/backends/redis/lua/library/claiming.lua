@@ -63,9 +63,8 @@ local function take(claim, queue, heads, most, reply)
     local ids, emptied = pop_ready(queue, workflow, most - taken, second,
       heads[workflow] >= ISOLATED_BELOW)
     for _, run_id in ipairs(ids) do
-      start(claim, run_id, queue, reply, false)
+      if start(claim, run_id, queue, workflow, reply, false) then taken = taken + 1 end
     end
-    taken = taken + #ids
     local first = emptied and {} or ready_first(queue, workflow)
     firsts[workflow] = first
     normal[workflow] = #ids > 0 and normal_head(queue, workflow, tonumber(first[2])) or nil
@@ -74,14 +73,15 @@ local function take(claim, queue, heads, most, reply)
   return taken, normal
 end
 
--- Take the oldest run to isolate of the queue, if any; returns whether it took one.
+-- Take the oldest run to isolate of the queue, if any; returns whether it took one and
+-- whether it took one out of its ready set (a corrupt one is set aside, not taken).
 local function take_isolated(claim, queue, heads, reply)
   local workflow, score = lowest(heads)
   if workflow == nil or score >= ISOLATED_BELOW then return false end
   local key = ready_key(queue, workflow)
   flush_key(key)
   local run_id = redis.call('ZPOPMIN', key)[1]
-  start(claim, run_id, queue, reply, true)
+  local started = start(claim, run_id, queue, workflow, reply, true)
   set_head(queue, workflow)
-  return true
+  return started, true
 end

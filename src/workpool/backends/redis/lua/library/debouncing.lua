@@ -39,6 +39,7 @@ local function debouncing()
     if not pending then
       return nil
     end
+    if problem_of(pending) then return nil end  -- corrupt (set aside) or gone: a new run
     local found = redis.call('HMGET', run_key(pending), 'status', 'attempts',
       'rate_reserved', 'available_at', 'debounce_until', 'queue', 'workflow')
     if found[1] ~= 'scheduled' or found[2] ~= '0' or found[3]

@@ -1,8 +1,7 @@
 -- Library: terminal transitions and cancellation, down the tree of awaited children.
 
--- The queue index that holds a run in each non-terminal status but queued (ready.lua;
--- a suspended run is in 'scheduled' only if it has a timer; removing it when absent is
--- harmless).
+-- The queue index that holds a run in each non-terminal status but queued (ready.lua; a
+-- suspended run is in 'scheduled' only if it has a timer; removing it when absent is ok).
 local INDEX_OF_STATUS = { scheduled = 'scheduled', running = 'leases', suspended = 'scheduled' }
 
 local cancel_one  -- defined below: end_run and cancel_one call each other
@@ -13,7 +12,7 @@ local function cancel_awaited_children(run_id, now)
   local reason = 'parent run ' .. run_id .. ' was canceled'
   local changed = 0
   for _, child_id in ipairs(redis.call('LRANGE', children_key(run_id), 0, -1)) do
-    if redis.call('HGET', run_key(child_id), 'parent_step') then
+    if redis.pcall('HGET', run_key(child_id), 'parent_step') then  -- (not a hash: an error)
       local _, count = cancel_one(child_id, reason, now)
       changed = changed + count
     end
@@ -21,13 +20,12 @@ local function cancel_awaited_children(run_id, now)
   return changed
 end
 
--- End a run in a terminal status: set fields, leave its indexes and its gate (and
--- note a running run left 'running', see queues.lua), join the finished set, count the
+-- End a run in a terminal status: set fields, leave its indexes and its gate (and note
+-- a running run left 'running', see queues.lua), join the finished set, count the
 -- outcome, fire hooks, count it in its batch (batches.lua), tell its parent, cancel its
 -- awaited children if canceled. run: as read_run (waiting.lua) returns it, in the same
--- script. fields: extra hash field/value pairs to store (a table of the caller's, which
--- this extends). Returns how many children (and further down) it canceled or
--- cancel-requested.
+-- script. fields: extra field/value pairs to store (the caller's table, extended).
+-- Returns how many children (and further down) it canceled or cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
@@ -71,15 +69,15 @@ local function end_run(run_id, run, status, now, fields)
   return 0
 end
 
--- Cancel one run as Backend.cancel describes. Returns the CancelResult string and how
--- many runs changed (it and the awaited children canceled with it; 0 if none).
+-- Cancel one run as Backend.cancel describes. Returns the CancelResult string (or
+-- 'corrupt' and its problem: set aside) and how many runs changed (0 if none).
 cancel_one = function(run_id, reason, now)
-  local key = run_key(run_id)
   local run = read_run(run_id, 'cancel_requested')
-  local status = run[1]
-  if not status then
-    return 'not_found', 0
+  if set_aside_if_corrupt(run_id, run) then
+    return run.problem == GONE and 'not_found' or 'corrupt', 0, run.problem
   end
+  local key = run_key(run_id)
+  local status = run[1]
   if TERMINAL[status] then
     return 'finished', 0
   end

@@ -15,12 +15,13 @@
 --   timeout (seconds one attempt may execute, string),
 --   priority (integer, stored for reading), rank_offset (seconds; see ready.lua),
 --   debounce (its debounce key: the run is debounced, see debouncing.lua),
---   debounce_until (seconds, string: the latest its start may move to)
+--   debounce_until (seconds, string: the latest its start may move to),
+--   trace (opaque text: the trace context of the span that enqueued it, see tracing.py)
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 19
+local RUN_FIELDS = 20
 
 local function optional(value)
   if value == '' then
@@ -39,7 +40,7 @@ local function run_from_args(base)
     gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 13]),
     timeout = optional(ARGV[base + 14]), priority = optional(ARGV[base + 15]),
     rank_offset = optional(ARGV[base + 16]), debounce = optional(ARGV[base + 17]),
-    debounce_until = optional(ARGV[base + 18]),
+    debounce_until = optional(ARGV[base + 18]), trace = optional(ARGV[base + 19]),
   }
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])
@@ -55,7 +56,8 @@ local function remembered(key, now)
     return nil
   end
   local space = string.find(value, ' ', 1, true)
-  if tonumber(string.sub(value, 1, space - 1)) > tonumber(now) then
+  local expires_at = space and tonumber(string.sub(value, 1, space - 1))
+  if expires_at and expires_at > tonumber(now) then  -- (malformed: forgotten)
     return string.sub(value, space + 1)
   end
   return nil
@@ -75,15 +77,17 @@ local function enqueue_one(parsed, now)
       return earlier
     end
   end
+  -- Before the gate and debounce: a repeated enqueue (a client sending again after a
+  -- lost reply) finds its own run, which may fill the gate or be the debounced run.
+  if run_exists(run.id) then
+    return run.id
+  end
   if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
     return false
   end
   local pending = run.debounce and debouncing().collapse(run, now)
   if pending then
     return pending
-  end
-  if run_exists(run.id) then
-    return run.id
   end
   if key then
     redis.call('SET', key, expires_at .. ' ' .. run.id, 'PX', ttl_ms)

@@ -9,21 +9,30 @@
 -- Admit the gate's waiting runs, smallest rank first (the waiting set's score, as
 -- ready.lua ranks), while it admits fewer than limit (the limit of the run that joined
 -- or left); count: its admitted runs now. Admitted runs become ready and wake their
--- pair's workers. Returns the new count, which the caller stores.
+-- pair's workers; a corrupt run is set aside. Returns the new count: the caller stores it.
 local function admit_waiting(gate, limit, count)
   local room = tonumber(limit) - count
   if room <= 0 then
     return count
   end
-  local popped = redis.call('ZPOPMIN', gate_waiting_key(gate), room)
-  for i = 1, #popped, 2 do
-    local run_id = popped[i]
-    local run = redis.call('HMGET', run_key(run_id), 'queue', 'workflow', 'available_at')
-    redis.call('HSET', run_key(run_id), 'admitted', '1')
-    make_ready(run_id, run[1], run[2], run[3])
-    wake(run[1], run[2])
-  end
-  return count + #popped / 2
+  local admitted, popped, wanted = 0, nil, nil
+  repeat  -- a corrupt run popped is set aside (never admitted): pop another
+    wanted = room - admitted
+    popped = redis.call('ZPOPMIN', gate_waiting_key(gate), wanted)
+    for i = 1, #popped, 2 do
+      local run_id = popped[i]
+      local problem, run = run_problem(run_id)
+      if problem then
+        note_corrupt(run_id, problem, run)
+      else
+        redis.call('HSET', run_key(run_id), 'admitted', '1')
+        make_ready(run_id, run.queue, run.workflow, run.available_at)
+        wake(run.queue, run.workflow)
+        admitted = admitted + 1
+      end
+    end
+  until admitted >= room or #popped / 2 < wanted
+  return count + admitted
 end
 
 -- Store a gate's admitted count if it changed from old (none left: no field).

@@ -25,7 +25,7 @@ local function store_hook_run(hook_id, hook, input, now)
   local run = {
     id = hook_id, workflow = hook.workflow, queue = hook.queue, input = input,
     available_at = now, retry = retry, priority = hook.priority,
-    rank_offset = hook.rank_offset,
+    rank_offset = hook.rank_offset, trace = hook.trace,
   }
   if hook.max_concurrency and hook.max_concurrency ~= cjson.null then
     run.gate, run.gate_limit = gate_id(hook.workflow, ''), hook.max_concurrency

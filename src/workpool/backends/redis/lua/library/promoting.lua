@@ -25,21 +25,27 @@ local function earliest_since(key, first, at, added, best)
   return best
 end
 
+local PROMOTED_FIELDS = { 'status', 'queue', 'workflow', 'available_at', 'gate',
+  'gate_limit', 'rate', 'rate_reserved' }  -- read with the checks (run_problem)
+
 -- Queue (or schedule again: rate limits, see waiting.lua) up to budget due runs of the
 -- queue's scheduled set, oldest first: scheduled runs and suspended runs whose timer is
--- due. Returns the budget left.
+-- due; a corrupt one is set aside. Returns the budget left.
 local function promote(queue, budget, now)
   local scheduled = queue_key(queue, 'scheduled')
   flush_key(scheduled)
   local ids = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, budget)
   for _, run_id in ipairs(ids) do
     zrem_later(scheduled, run_id)
-    local at = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow',
-      'available_at', 'gate', 'gate_limit', 'rate', 'rate_reserved')
-    if at[8] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
-    if make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
-        and room_now(queue) > 0 then
-      wake(at[2], at[3])
+    local problem, checked, at = run_problem(run_id, PROMOTED_FIELDS)
+    if problem then
+      set_aside(run_id, problem, checked, queue)
+    else
+      if at[8] == '1' then redis.call('HDEL', run_key(run_id), 'rate_reserved') end  -- used
+      if make_waiting(run_id, at, at[4], now, at[5], at[6], at[8] ~= '1' and at[7])
+          and room_now(queue) > 0 then
+        wake(at[2], at[3])
+      end
     end
   end
   return budget - #ids

@@ -23,12 +23,12 @@ local function rank_of(available_at, offset)
   return string.format('%.17g', tonumber(available_at) - tonumber(offset))
 end
 
--- The available_at (a number) of the first run of (queue, workflow)'s ready set, or nil.
+-- The available_at (a number) of the first run of the pair's ready set, or nil (none/corrupt).
 local function head_available_at(queue, workflow)
   local key = ready_key(queue, workflow)
   flush_key(key)
   local first = redis.call('ZRANGE', key, 0, 0)[1]
-  return first and tonumber(redis.call('HGET', run_key(first), 'available_at'))
+  return first and finite_number(redis.pcall('HGET', run_key(first), 'available_at')) or nil
 end
 
 -- The first member of (queue, workflow)'s ready set with its score ({} when empty).

@@ -42,6 +42,7 @@ local function notify_parent(run_id, parent_id, step_name, status, stored, now)
   end
   take_outcome(step, status, stored[1], stored[2], stored[3], now)
   redis.call('HSET', steps, step_name, cjson.encode(step))
+  if problem_of(parent_id) then return end  -- corrupt (set aside) or gone
   local parent = redis.call('HMGET', run_key(parent_id), 'status', 'queue', 'workflow',
     'gate', 'gate_limit', 'rate')
   if parent[1] == 'suspended' then

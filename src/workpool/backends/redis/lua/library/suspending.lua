@@ -6,7 +6,7 @@
 local function resumable(finish, now)
   if finish.wake_at and tonumber(finish.wake_at) <= tonumber(now) then return true end
   for _, child_id in ipairs(finish.waiting_on or {}) do
-    local status = redis.call('HGET', run_key(child_id), 'status')
+    local status = redis.pcall('HGET', run_key(child_id), 'status')  -- not a hash: a table
     if not status or TERMINAL[status] then
       return true
     end

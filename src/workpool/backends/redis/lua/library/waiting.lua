@@ -3,15 +3,15 @@
 
 local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
--- The fields of a run that transitions read (run[1..10]: status, queue, workflow,
--- hooks, parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), then
--- those named after (run[11], ...), and its batch as run.batch (nil: none).
+-- The fields of a run that transitions read (run[1..10]: status, queue, workflow, hooks,
+-- parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), those named after
+-- (run[11], ...), run.batch (nil: none), run.problem and run.fields (run_problem's).
 local function read_run(run_id, ...)
-  local named = { ... }
+  local named = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id', 'parent_step',
+    'has_steps', 'gate', 'gate_limit', 'admitted', ... }
   named[#named + 1] = 'batch'
-  local run = redis.call('HMGET', run_key(run_id), 'status', 'queue', 'workflow', 'hooks',
-    'parent_run_id', 'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', unpack(named))
-  run.batch = run[10 + #named] or nil
+  local problem, fields, run = run_problem(run_id, named)
+  run.batch, run.problem, run.fields = run[#named] or nil, problem, fields
   return run
 end
 
@@ -57,13 +57,13 @@ end
 
 local OPTIONAL_RUN_FIELDS = { 'retry', 'hooks', 'idempotency_key', 'parent_run_id',
   'parent_step', 'gate', 'gate_limit', 'rate', 'rate_reserved', 'retry_of', 'timeout',
-  'priority', 'rank_offset', 'batch', 'debounce_until' }
+  'priority', 'rank_offset', 'batch', 'debounce_until', 'trace' }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
 -- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua),
--- retry_of, priority and rank_offset (ready.lua), batch (its batch id) and debounce_until
--- (debouncing.lua). Returns true when the caller must wake its pair (see make_waiting).
+-- retry_of, priority and rank_offset (ready.lua), batch (its batch id), debounce_until
+-- (debouncing.lua) and trace (its trace context, returned by claims). Returns true when the caller must wake its pair (see make_waiting).
 local function store_run(run, now)
   local status, count, at_once = 'queued', nil, false
   if run.rate and tonumber(run.available_at) <= tonumber(now) then
