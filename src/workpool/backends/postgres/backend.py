@@ -28,13 +28,16 @@ from workpool.backends.base import (
     MinuteCounters,
     NewBatch,
     NewRun,
+    NewTick,
     QueueSettings,
     RenewResult,
     Rerun,
     RunPage,
     RunRecord,
+    SkippedTickRecord,
     StatsSnapshot,
     StepRecord,
+    TickStarted,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -45,6 +48,7 @@ from workpool.backends.postgres.reads import Reads
 from workpool.backends.postgres.sql import load_queries
 from workpool.backends.postgres.url import parse_postgres_url
 from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.ticks import skipped_tick
 
 T = TypeVar("T")
 
@@ -175,10 +179,18 @@ class PostgresBackend:
         return await self._transact(lambda ops: ops.take_event(lease, step, key, now))
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None = None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """See ``Backend.send_event``."""
-        return await self._transact(lambda ops: ops.send_event(run_id, key, payload, now, event_id))
+        return await self._transact(
+            lambda ops: ops.send_event(run_id, key, payload, now, event_id, trace_context)
+        )
 
     async def set_event(self, lease: Lease, key: str, value: str) -> bool:
         """See ``Backend.set_event``."""
@@ -191,6 +203,11 @@ class PostgresBackend:
             return None
         value = row["value"]
         return EventValue(str(row["status"]), None if value is None else str(value))
+
+    async def list_published(self, run_id: str) -> dict[str, str]:
+        """See ``Backend.list_published``: one SELECT (the primary key's order)."""
+        rows = await self._read(lambda reads: reads.all("list_published", id=run_id))
+        return {str(row["key"]): str(row["value"]) for row in rows}
 
     async def get_steps(self, run_id: str) -> list[StepRecord]:
         """See ``Backend.get_steps``: one SELECT."""
@@ -225,14 +242,20 @@ class PostgresBackend:
         """See ``Backend.sync_registry``."""
         return await self._transact(lambda ops: ops.sync_registry(app, workflows, now, grace))
 
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """See ``Backend.restore_registry``."""
+        return await self._transact(lambda ops: ops.restore_registry(app, workflows, now))
+
     async def list_workflows(self) -> list[WorkflowInfo]:
         """See ``Backend.list_workflows``: one SELECT."""
         rows = await self._read(lambda reads: reads.all("list_workflows"))
         return [records.workflow_info(row) for row in rows]
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         """See ``Backend.heartbeat``."""
-        await self._transact(lambda ops: ops.heartbeat(worker, now))
+        return await self._transact(lambda ops: ops.heartbeat(worker, now))
 
     async def remove_worker(self, worker_id: str) -> None:
         """See ``Backend.remove_worker``."""
@@ -255,9 +278,22 @@ class PostgresBackend:
         """See ``Backend.acquire_lease``: one upsert."""
         return await self._transact(lambda ops: ops.acquire_lease(name, holder, seconds, now))
 
-    async def release(self, leases: Sequence[Lease], now: float, *, started: bool = True) -> None:
+    async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
+        """See ``Backend.start_tick``."""
+        return await self._transact(lambda ops: ops.start_tick(tick, now))
+
+    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
+        """See ``Backend.list_skipped_ticks``: one SELECT."""
+        rows = await self._read(
+            lambda reads: reads.all("list_skipped_ticks", workflow=workflow, limit=max(1, limit))
+        )
+        return [skipped_tick(row) for row in rows]
+
+    async def release(
+        self, leases: Sequence[Lease], now: float, *, attempt_used: bool = False
+    ) -> None:
         """See ``Backend.release``."""
-        await self._ending(lambda ops: ops.release(leases, now, started))
+        await self._ending(lambda ops: ops.release(leases, now, attempt_used))
 
     async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
         """See ``Backend.cancel``."""
@@ -274,7 +310,7 @@ class PostgresBackend:
     async def get_run(self, run_id: str) -> RunRecord | None:
         """See ``Backend.get_run``: one SELECT."""
         row = await self._read(lambda reads: reads.one("get_run", id=run_id))
-        return None if row is None else records.run_record(row)
+        return None if row is None else records.checked_run(row)
 
     async def list_runs(
         self,

@@ -30,12 +30,12 @@ WHERE workflow = %(workflow)s AND key = %(key)s AND run_id = %(run_id)s;
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset
+    rank_offset, trace_context
 ) VALUES (
     %(id)s, %(workflow)s, %(queue)s, %(status)s, %(input)s, %(retry)s, %(hooks)s, %(now)s,
     %(available_at)s, %(idempotency_key)s, %(parent_run_id)s, %(parent_step)s, %(gate)s,
     %(gate_limit)s, %(gate)s::text IS NULL, %(rate_limits)s, %(timeout)s, %(priority)s,
-    %(rank_offset)s
+    %(rank_offset)s, %(trace_context)s
 )
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
@@ -78,7 +78,7 @@ FOR UPDATE SKIP LOCKED;
 -- locked; runs another claim holds are skipped, not waited for.
 SELECT id, available_at - rank_offset AS rank FROM runs
 WHERE status = 'queued' AND admitted AND queue = %(queue)s AND workflow = %(workflow)s
-    AND isolate = %(isolate)s
+    AND isolate = %(isolate)s AND NOT set_aside
 ORDER BY available_at - rank_offset
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
@@ -89,7 +89,7 @@ FOR UPDATE SKIP LOCKED;
 SELECT min((
     SELECT available_at FROM runs
     WHERE status = 'queued' AND admitted AND queue = %(queue)s
-        AND workflow = served.name AND isolate
+        AND workflow = served.name AND isolate AND NOT set_aside
     ORDER BY available_at - rank_offset LIMIT 1
 )) AS since
 FROM unnest(%(workflows)s::text[]) AS served (name);
@@ -113,7 +113,7 @@ UPDATE runs SET
 WHERE id = ANY(%(ids)s::text[]) AND status = 'queued'
 RETURNING
     id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
 
 -- name: next_wake_at
 -- Earliest scheduled available_at, timer or lease expiry over :queues, or NULL.
@@ -322,13 +322,17 @@ ORDER BY id
 LIMIT %(limit)s;
 
 -- name: get_run
--- Every column of run :id that a RunRecord holds.
+-- Every column of run :id that a RunRecord holds, and those a claim checks
+-- (records.checked_run; isolate 2: a claim set the run aside as corrupt).
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate
+    (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
+    (status = 'scheduled' AND rate_reserved) AS rate_reserved,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted,
+    CASE WHEN set_aside THEN 2 WHEN isolate THEN 1 ELSE 0 END AS isolate
 FROM runs WHERE id = %(id)s;
 
 -- name: leave_gate
@@ -354,7 +358,7 @@ RETURNING admitted;
 UPDATE runs SET admitted = true
 WHERE id IN (
     SELECT id FROM runs
-    WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s
+    WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s AND NOT set_aside
     ORDER BY available_at - rank_offset
     LIMIT %(room)s
     FOR UPDATE SKIP LOCKED
@@ -380,7 +384,8 @@ ON CONFLICT (name) DO UPDATE SET
 
 -- name: running_in_queue
 -- How many runs of :queue are running.
-SELECT count(*) AS running FROM runs WHERE status = 'running' AND queue = %(queue)s;
+SELECT count(*) AS running FROM runs
+WHERE status = 'running' AND queue = %(queue)s AND NOT set_aside;
 
 -- name: stale_workflows
 -- Names of :app's registered workflows last updated before :cutoff.
@@ -519,14 +524,15 @@ ORDER BY id DESC
 LIMIT %(limit)s;
 
 -- name: runs_by_ids
--- The runs :ids, as get_run reads them, largest id first.
+-- The runs :ids, as get_run reads them, largest id first; not those set aside as corrupt.
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
     timeout, progress, batch_id,
-    (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate
-FROM runs WHERE id = ANY(%(ids)s::text[])
+    (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
+    (status = 'scheduled' AND rate_reserved) AS rate_reserved
+FROM runs WHERE id = ANY(%(ids)s::text[]) AND NOT set_aside
 ORDER BY id DESC;
 
 -- name: purgeable_runs
@@ -771,3 +777,83 @@ WHERE runs.id = %(id)s;
 -- name: notify
 -- Wake the listeners of :channel for :queue, when the transaction commits.
 SELECT pg_notify(%(channel)s, %(queue)s);
+
+-- name: runs_to_check
+-- The columns of the runs :ids that a claim or a reap checks before it leases or reaps
+-- them (records.run_problem): get_run's, and those only claims read.
+SELECT
+    id, workflow, queue, status, attempts, input, output, error, retry, created_at,
+    available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
+    idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
+    timeout, progress, batch_id,
+    (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
+    (status = 'scheduled' AND rate_reserved) AS rate_reserved,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted
+FROM runs WHERE id = ANY(%(ids)s::text[]);
+
+-- name: set_aside
+-- Set run :id aside, its record corrupt, as it is: out of every claim, of reaping (no
+-- lease expiry) and of its queue's running count.
+UPDATE runs SET set_aside = true, lease_expires_at = NULL WHERE id = %(id)s;
+
+-- name: restore_workflow
+-- Store the definition of workflow :name unless a record of that name exists.
+INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+VALUES (
+    %(name)s, %(app)s, %(queue)s, %(max_concurrency)s, %(retry)s, %(cron)s, %(rate_limits)s,
+    %(now)s
+)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: unregistered_workflows
+-- The names in :workflows that have no registry record, sorted.
+SELECT DISTINCT wanted.name FROM unnest(%(workflows)s::text[]) AS wanted (name)
+WHERE NOT EXISTS (SELECT 1 FROM workflows WHERE workflows.name = wanted.name)
+ORDER BY wanted.name;
+
+-- name: set_woken_by
+-- Run :id was woken by an event sent with :trace_context: its next claim names it.
+UPDATE runs SET woken_by = (claims + 1)::text || ' ' || %(trace_context)s WHERE id = %(id)s;
+
+-- name: list_published
+-- Every value run :id published, by key.
+SELECT key, value FROM published WHERE run_id = %(id)s ORDER BY key;
+
+-- name: run_exists
+-- A row if run :id is stored.
+SELECT 1 AS found FROM runs WHERE id = %(id)s;
+
+-- name: trigger_latest_run
+-- The status and claim count of the run start_tick last created for (:workflow,
+-- :trigger_id); the trigger's row is locked (not the run's), so ticks of it queue.
+SELECT runs.id, runs.status, runs.claims FROM trigger_runs
+JOIN runs ON runs.id = trigger_runs.run_id
+WHERE trigger_runs.workflow = %(workflow)s AND trigger_runs.trigger_id = %(trigger_id)s
+FOR UPDATE OF trigger_runs;
+
+-- name: remember_trigger_run
+-- Make :run_id the latest run of (:workflow, :trigger_id).
+INSERT INTO trigger_runs (workflow, trigger_id, run_id)
+VALUES (%(workflow)s, %(trigger_id)s, %(run_id)s)
+ON CONFLICT (workflow, trigger_id) DO UPDATE SET run_id = excluded.run_id;
+
+-- name: record_skipped_tick
+-- Record that the tick of (:workflow, :trigger_id) at :scheduled_at started no run.
+INSERT INTO skipped_ticks (workflow, trigger_id, scheduled_at, reason, run_id, recorded_at)
+VALUES (%(workflow)s, %(trigger_id)s, %(scheduled_at)s, %(reason)s, %(run_id)s, %(now)s);
+
+-- name: trim_skipped_ticks
+-- Keep only the newest :kept skipped ticks of (:workflow, :trigger_id).
+DELETE FROM skipped_ticks
+WHERE workflow = %(workflow)s AND trigger_id = %(trigger_id)s AND id <= (
+    SELECT id FROM skipped_ticks
+    WHERE workflow = %(workflow)s AND trigger_id = %(trigger_id)s
+    ORDER BY id DESC LIMIT 1 OFFSET %(kept)s
+);
+
+-- name: list_skipped_ticks
+-- The newest :limit skipped ticks (of :workflow, or of all when NULL), latest tick first.
+SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skipped_ticks
+WHERE %(workflow)s::text IS NULL OR workflow = %(workflow)s
+ORDER BY scheduled_at DESC, id DESC
+LIMIT %(limit)s;

@@ -18,6 +18,7 @@ from workpool.backends.base import (
     RunPage,
     StatsSnapshot,
 )
+from workpool.backends.reading import readable
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.reads import ALL_STATES
 
@@ -76,7 +77,7 @@ class Reads:
             ranges.append([str(row["id"]) for row in found])
         ids = list(itertools.islice(heapq.merge(*ranges, reverse=True), limit))
         rows = await self.all("runs_by_ids", ids=ids) if ids else []
-        runs = [records.run_record(row) for row in rows]
+        runs = readable(records.run_record, rows)
         return RunPage(runs=runs, cursor=ids[-1] if len(ids) == limit and ids else None)
 
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:

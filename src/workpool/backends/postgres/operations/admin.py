@@ -53,21 +53,40 @@ class Admin(Ending):
         for name in removed:
             await self._run("delete_workflow", name=name)
         for workflow in sorted(workflows, key=lambda info: info.name):
-            await self._run(
-                "register_workflow",
-                name=workflow.name,
-                app=app,
-                queue=workflow.queue,
-                max_concurrency=workflow.max_concurrency,
-                retry=workflow.retry,
-                cron=workflow.cron,
-                rate_limits=workflow.rate_limits,
-                now=now,
-            )
+            await self._store_workflow("register_workflow", app, workflow, now)
         return removed
 
-    async def heartbeat(self, worker: WorkerRecord, now: float) -> None:
-        """Store the worker's record; delete the expired ones."""
+    async def restore_registry(
+        self, app: str, workflows: Sequence[WorkflowInfo], now: float
+    ) -> list[str]:
+        """Store the given records whose name has no record (in name order, as
+        ``sync_registry`` locks them); return their names."""
+        restored = [
+            workflow.name
+            for workflow in sorted(workflows, key=lambda info: info.name)
+            if await self._store_workflow("restore_workflow", app, workflow, now) == 1
+        ]
+        return sorted(restored)
+
+    async def _store_workflow(
+        self, query: str, app: str, workflow: WorkflowInfo, now: float
+    ) -> int:
+        """Run ``query`` (register or restore) for one record; the rows it changed."""
+        return await self._run(
+            query,
+            name=workflow.name,
+            app=app,
+            queue=workflow.queue,
+            max_concurrency=workflow.max_concurrency,
+            retry=workflow.retry,
+            cron=workflow.cron,
+            rate_limits=workflow.rate_limits,
+            now=now,
+        )
+
+    async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
+        """Store the worker's record; delete the expired ones; name the worker's
+        workflows that have no registry record."""
         await self._run("delete_expired_workers", now=now)
         await self._run(
             "store_worker",
@@ -79,6 +98,8 @@ class Admin(Ending):
             now=now,
             expires_at=worker.expires_at,
         )
+        missing = await self._all("unregistered_workflows", workflows=list(worker.workflows))
+        return [str(row["name"]) for row in missing]
 
     async def remove_worker(self, worker_id: str) -> None:
         """Delete the worker's record."""

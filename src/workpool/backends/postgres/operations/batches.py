@@ -16,27 +16,32 @@ from workpool.backends.base import (
     NewRun,
 )
 from workpool.backends.checks import check_batch
-from workpool.backends.postgres.operations.admission import Admission
+from workpool.backends.postgres.operations.checking import Checking
 from workpool.backends.postgres.operations.transaction import Row
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.admission import gate_id
 from workpool.errors import BatchClosedError, BatchNotFoundError
 
 
-class Batches(Admission):
+class Batches(Checking):
     """A batch's record, kept in step with its runs in the transactions that move them."""
 
     async def _batch_of(
         self, runs: Sequence[NewRun], batch: NewBatch | None, added_by: str | None
-    ) -> str | None:
-        """The batch the runs of an enqueue join (None: none), checked before anything
-        is written; an existing batch's row is locked until the enqueue commits."""
+    ) -> tuple[str | None, NewBatch | None]:
+        """The batch the runs of an enqueue join (None: none) and the batch to create
+        (None: none), checked before anything is written; an existing batch's row is
+        locked until the enqueue commits. A new batch must not exist, unless it holds a
+        run of these (a repeat of the call that created it, sent again after a lost
+        reply: it adds what is not stored yet)."""
         batch_id = check_batch(runs, batch)
         if batch_id is None:
-            return None
+            return None, None
         row = await self._one("lock_batch", id=batch_id)
         if batch is not None and row is not None:
-            raise ValueError(f"batch {batch_id} exists already; nothing was written")
+            if not any([await self._in_batch(run.id, batch_id) for run in runs]):
+                raise ValueError(f"batch {batch_id} exists already; nothing was written")
+            return batch_id, None
         if batch is None and row is None:
             raise BatchNotFoundError(f"no batch with id {batch_id!r} exists; nothing was stored")
         closed = batch is None and row is not None and not row["open"]
@@ -45,7 +50,11 @@ class Batches(Admission):
                 f"batch {batch_id} is closed: only its own runs may add to it, while "
                 "they run; nothing was stored"
             )
-        return batch_id
+        return batch_id, batch
+
+    async def _in_batch(self, run_id: str, batch_id: str) -> bool:
+        row = await self._one("run_batch", id=run_id)
+        return row is not None and row["batch_id"] == batch_id
 
     async def _adds(self, run_id: str | None, batch_id: str) -> bool:
         """Whether ``run_id`` names an unfinished run of the batch."""
@@ -133,6 +142,7 @@ class Batches(Admission):
             timeout=None,
             priority=hook.priority,
             rank_offset=hook.rank_offset,
+            trace_context=hook.trace_context,
         )
         if inserted is not None:
             self.woken.add(hook.queue)

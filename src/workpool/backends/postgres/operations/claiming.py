@@ -12,9 +12,9 @@ import heapq
 import itertools
 from collections.abc import Mapping, Sequence
 
-from workpool.backends.base import ClaimedRun, ClaimResult
+from workpool.backends.base import ClaimedRun, ClaimResult, SetAside
 from workpool.backends.postgres.operations.ending import Ending
-from workpool.backends.postgres.operations.transaction import EXECUTIONS, RETRIED
+from workpool.backends.postgres.operations.transaction import EXECUTIONS, RETRIED, Row
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.claiming import worker_lost_error
 
@@ -41,6 +41,7 @@ class Claiming(Ending):
         """Promote due runs, reap expired leases, then lease up to ``limit`` queued runs
         of ``workflows`` (None: of every workflow), or one run to isolate if ``alone``."""
         unique = list(dict.fromkeys(queues))
+        self._set_aside: list[SetAside] = []
         for queue in unique:
             await self._promote(queue, now)
             await self._reap(queue, max_lease_losses, now)
@@ -59,7 +60,12 @@ class Claiming(Ending):
                 claimed += await self._lease(ids, lease)
         row = await self._one("next_wake_at", queues=unique)
         wake_at = None if row is None or row["wake_at"] is None else float(row["wake_at"])
-        return ClaimResult(runs=claimed, next_wake_at=wake_at, isolated_since=isolated_since)
+        return ClaimResult(
+            runs=claimed,
+            next_wake_at=wake_at,
+            isolated_since=isolated_since,
+            set_aside=tuple(self._set_aside),
+        )
 
     async def _promote(self, queue: str, now: float) -> None:
         for promotion in ("promote_due", "promote_timers"):
@@ -126,7 +132,10 @@ class Claiming(Ending):
 
     async def _reap(self, queue: str, max_lease_losses: int, now: float) -> None:
         expired = await self._all("expired_leases", queue=queue, now=now, batch=REAP_BATCH)
+        sound = set(await self._sound([str(row["id"]) for row in expired]))
         for row in expired:
+            if row["id"] not in sound:
+                continue
             run_id = str(row["id"])
             losses = int(row["lease_losses"]) + 1
             requested = bool(row["cancel_requested"])
@@ -145,6 +154,7 @@ class Claiming(Ending):
 
     async def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
         """Make the queued runs ``ids`` running under new leases, in the order given."""
+        ids = await self._sound(ids)
         if not ids:
             return []
         worker_id, now, expires_at = lease
@@ -154,3 +164,20 @@ class Claiming(Ending):
         order = {run_id: position for position, run_id in enumerate(ids)}
         rows.sort(key=lambda row: order[row["id"]])
         return [records.claimed_run(row) for row in rows]
+
+    async def _sound(self, ids: Sequence[str]) -> list[str]:
+        """The runs of ``ids`` whose record can be trusted, in order; each other one is
+        set aside (see the ``set_aside`` query), its gate place freed, and noted."""
+        checked = await self._checked_rows(ids)
+        for run_id, (problem, row) in checked.items():
+            if problem is not None:
+                await self._put_aside(run_id, problem, row)
+        return [run_id for run_id in ids if run_id in checked and checked[run_id][0] is None]
+
+    async def _put_aside(self, run_id: str, problem: str, row: Row) -> None:
+        await self._run("set_aside", id=run_id)
+        self._set_aside.append(SetAside(run_id, problem))
+        if row["status"] in ("queued", "running"):
+            await self._fill(*await self._leave_gate(run_id))
+        if row["status"] == "running":
+            await self._left_running(str(row["queue"]))

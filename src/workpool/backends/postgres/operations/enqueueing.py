@@ -25,10 +25,10 @@ class Enqueueing(Batches):
         """Store runs, honouring idempotency keys, debounce and existing ids; with their
         batch, if they have one."""
         check_new_runs(runs, now)
-        batch_id = await self._batch_of(runs, batch, added_by)
+        batch_id, new_batch = await self._batch_of(runs, batch, added_by)
         stored = [await self._enqueue_one(run, now) for run in runs]
         if batch_id is not None:
-            await self._stored_in_batch(batch_id, batch, stored, now)
+            await self._stored_in_batch(batch_id, new_batch, stored, now)
         return stored
 
     async def _enqueue_one(
@@ -43,11 +43,9 @@ class Enqueueing(Batches):
             holder = await self._take_key(run, key, now)
             if holder is not None:
                 return Enqueued(run_id=holder, created=False)
-        if run.debounce_key is not None:
-            pending = await self._collapse(run, now)
-            if pending is not None:
-                await self._drop_key(run)
-                return Enqueued(run_id=pending, created=False)
+        found = await self._repeated_or_collapsed(run, now)
+        if found is not None:
+            return Enqueued(run_id=found, created=False)
         status = "queued" if run.available_at <= now else "scheduled"
         gate = None
         if run.max_concurrency is not None:
@@ -75,6 +73,7 @@ class Enqueueing(Batches):
             timeout=run.timeout,
             priority=run.priority,
             rank_offset=run.rank_offset,
+            trace_context=run.trace_context,
         )
         if inserted is None:
             await self._drop_key(run)
@@ -92,6 +91,22 @@ class Enqueueing(Batches):
         else:
             self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
+
+    async def _repeated_or_collapsed(self, run: NewRun, now: float) -> str | None:
+        """The run this one is not stored apart from (None: store it): itself, already
+        stored, when its debounce key or gate would be looked at; or the pending run of
+        its debounce key, which it collapses into."""
+        # A repeated enqueue (sent again after a lost reply) finds its own run, which may
+        # be the debounced run or fill the gate: it is not collapsed or skipped.
+        looked_at = run.debounce_key is not None or run.skip_if_busy
+        if looked_at and await self._one("run_exists", id=run.id) is not None:
+            return run.id
+        if run.debounce_key is None:
+            return None
+        pending = await self._collapse(run, now)
+        if pending is not None:
+            await self._drop_key(run)
+        return pending
 
     async def _take_key(self, run: NewRun, key: str, now: float) -> str | None:
         """Take (workflow, key) for this run before storing it; return the run that holds

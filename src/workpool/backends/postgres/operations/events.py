@@ -17,7 +17,13 @@ class Events(Steps, Ending):
     """Storing events, handing them to steps, publishing values."""
 
     async def send_event(
-        self, run_id: str, key: str, payload: str, now: float, event_id: str | None
+        self,
+        run_id: str,
+        key: str,
+        payload: str,
+        now: float,
+        event_id: str | None,
+        trace_context: str | None = None,
     ) -> EventSent:
         """Store the event unless its id was seen; queue the run if its suspension
         waits on ``key``. The run's row is locked first, so sends to one run queue."""
@@ -36,6 +42,8 @@ class Events(Steps, Ending):
             await self._run("remember_event_id", run_id=run_id, event_id=event_id)
         await self._run("store_event", run_id=run_id, key=key, payload=payload)
         if status == "suspended" and key in json.loads(row["awaited_events"] or "[]"):
+            if trace_context is not None:
+                await self._run("set_woken_by", id=run_id, trace_context=trace_context)
             await self._wake_suspended(run_id, now)
         return "sent"
 

@@ -54,7 +54,13 @@ class Finishing(Ending):
         order than a batch of the latter alone: deadlocks, each a second's wait)."""
         check_finishes(finishes, now)
         await self._lock_gates_of([entry.lease.run_id for entry in finishes])
-        return [await self._finish_one(entry, now) for entry in finishes]
+        # A run whose row is corrupt is not finished: its lease expires, and the claim
+        # that reaps it sets it aside.
+        corrupt = await self._corrupt_among([entry.lease.run_id for entry in finishes])
+        return [
+            entry.lease.run_id not in corrupt and await self._finish_one(entry, now)
+            for entry in finishes
+        ]
 
     async def _lock_gates_of(self, run_ids: Sequence[str]) -> None:
         """Lock the gates of the runs and of their gated hooks, in name order."""
@@ -138,15 +144,17 @@ class Finishing(Ending):
             await self._run("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
             await self._fill(*left)
 
-    async def release(self, leases: Sequence[Lease], now: float, started: bool) -> None:
-        """Queue held runs again now (or end them canceled if cancel was requested);
-        runs never ``started`` take the same attempt again when next claimed."""
+    async def release(self, leases: Sequence[Lease], now: float, attempt_used: bool) -> None:
+        """Queue held runs again now (or end them canceled if cancel was requested); the
+        next claim takes the same attempt again, unless ``attempt_used`` (a run whose
+        row is corrupt keeps its lease, to be reaped and set aside)."""
+        corrupt = await self._corrupt_among([lease.run_id for lease in leases])
         for lease in leases:
-            held = await self._held(lease)
+            held = None if lease.run_id in corrupt else await self._held(lease)
             if held is None:
                 continue
             await self._left_running(str(held["queue"]))
             if held["cancel_requested"]:
                 await self._end(lease.run_id, "canceled", now)
             else:
-                await self._requeue(lease.run_id, now, lease_loss=0, resume=not started)
+                await self._requeue(lease.run_id, now, lease_loss=0, resume=not attempt_used)
