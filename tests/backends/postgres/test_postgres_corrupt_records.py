@@ -17,7 +17,7 @@ from tests.conformance.test_corrupt_records import (
     serve,
 )
 
-from workpool.backends.base import Backend, Finish
+from workpool.backends.base import Backend, Finish, StepRecord
 
 STORED = [("created_at", "nan"), ("run_time", "nan"), ("created_at", "1e300")]
 
@@ -56,6 +56,10 @@ async def test_a_corrupt_running_run_is_set_aside_when_its_lease_expires(
     assert sorted(served) == list(GOOD)
     assert reported == [BAD]
     await check_reported_as_corrupt(backend, field)
+    renewed = await backend.renew([held.lease], LEASE_SECONDS, NOW + LEASE_SECONDS + 2)
+    assert renewed.lost == {BAD}
+    step = StepRecord("s", "run", "succeeded", 1, NOW, output="1", finished_at=NOW)
+    assert await backend.save_step(held.lease, step, NOW + LEASE_SECONDS + 2) is None
     assert await backend.finish([Finish(held.lease, "succeeded", output="1")], NOW) == [False]
 
 

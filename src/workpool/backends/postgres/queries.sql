@@ -132,18 +132,20 @@ SELECT least(
 
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the arrays :ids, :tokens and :reported
--- (progress JSON text or null, which keeps the stored progress).
+-- (progress JSON text or null, which keeps the stored progress); a run set aside has
+-- lost its lease.
 UPDATE runs SET lease_expires_at = %(expires_at)s,
     progress = coalesce(lease.reported, runs.progress)
 FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(reported)s::text[])
     AS lease (run_id, token, reported)
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
+    AND NOT runs.set_aside
 RETURNING runs.id, runs.lease_token, runs.cancel_requested;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held), locked.
 SELECT id, cancel_requested, queue, workflow, started_at, gate FROM runs
-WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s
+WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s AND NOT set_aside
 FOR UPDATE;
 
 -- name: gates_of_runs
