@@ -1,4 +1,5 @@
--- Migration 0002: what SQLite's migrations 0013 and 0014 added, and runs set aside.
+-- Migration 0002: what SQLite's migrations 0013 and 0014 added, runs set aside, and
+-- counts as wide as the other backends store them.
 --
 -- Each cron trigger's latest run, judged by its overlap policy at the next tick, and the
 -- ticks that started no run (Backend.start_tick). A trigger is (workflow, trigger_id).
@@ -33,3 +34,21 @@ ALTER TABLE runs ADD COLUMN woken_by text;
 -- A claim found the run's record corrupt (a value its column's type takes but workpool
 -- cannot, such as NaN) and set it aside: never claimed or reaped again.
 ALTER TABLE runs ADD COLUMN set_aside boolean NOT NULL DEFAULT false;
+
+-- Counts and limits up to workpool's MAX_COUNT (2**53 - 1, workpool/validation.py), as
+-- the other backends store them: 32-bit integers stopped at 2**31 - 1.
+ALTER TABLE runs
+    ALTER COLUMN attempts TYPE bigint,
+    ALTER COLUMN lease_losses TYPE bigint,
+    ALTER COLUMN gate_limit TYPE bigint,
+    ALTER COLUMN claims TYPE bigint,
+    ALTER COLUMN priority TYPE bigint;
+ALTER TABLE steps ALTER COLUMN attempts TYPE bigint;
+ALTER TABLE gates ALTER COLUMN admitted TYPE bigint;
+ALTER TABLE queues ALTER COLUMN max_parallelism TYPE bigint;
+ALTER TABLE workflows ALTER COLUMN max_concurrency TYPE bigint;
+ALTER TABLE batches
+    ALTER COLUMN total TYPE bigint,
+    ALTER COLUMN succeeded TYPE bigint,
+    ALTER COLUMN failed TYPE bigint,
+    ALTER COLUMN canceled TYPE bigint;
