@@ -71,8 +71,11 @@ class PostgresBackend:
         a bad URL, BackendUnavailableError if the server cannot be reached."""
         return cls(await Database.open(parse_postgres_url(url)))
 
-    async def _transact(self, operation: Callable[[Operations], Awaitable[T]]) -> T:
-        """Run ``operation`` in one transaction, with its counters and its wake-ups."""
+    async def _transact(
+        self, operation: Callable[[Operations], Awaitable[T]], *, urgent: bool = False
+    ) -> T:
+        """Run ``operation`` in one transaction, with its counters and its wake-ups
+        (``urgent``: see ``Database.transaction``)."""
         channel = self._database.target.channel
 
         async def work(connection: AsyncConnection[DictRow]) -> T:
@@ -82,7 +85,7 @@ class PostgresBackend:
             await operations.notify_woken()
             return result
 
-        return await self._database.transaction(work)
+        return await self._database.transaction(work, urgent=urgent)
 
     async def _ending(self, operation: Callable[[Operations], Awaitable[T]]) -> T:
         """Run an operation that ends runs (frees gate places and queue capacity), noted
@@ -159,8 +162,10 @@ class PostgresBackend:
         *,
         progress: Mapping[str, str] | None = None,
     ) -> RenewResult:
-        """See ``Backend.renew``: one UPDATE."""
-        return await self._transact(lambda ops: ops.renew(leases, lease_seconds, now, progress))
+        """See ``Backend.renew``: one UPDATE, urgent (a late renewal loses leases)."""
+        return await self._transact(
+            lambda ops: ops.renew(leases, lease_seconds, now, progress), urgent=True
+        )
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """See ``Backend.finish``; all entries in one transaction."""

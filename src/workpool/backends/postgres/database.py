@@ -59,13 +59,19 @@ class Database:
             raise
         return cls(target, pool)
 
-    async def transaction(self, work: Callable[[AsyncConnection[DictRow]], Awaitable[T]]) -> T:
+    async def transaction(
+        self, work: Callable[[AsyncConnection[DictRow]], Awaitable[T]], *, urgent: bool = False
+    ) -> T:
         """Run ``work`` in one transaction on a pooled connection and commit; again if
-        PostgreSQL aborted it to break a deadlock."""
+        PostgreSQL aborted it to break a deadlock. ``urgent``: on a connection kept for
+        operations that must not wait behind the others (see ``pool``)."""
         attempt = 0
         while True:
             try:
-                async with self._pool.connection() as connection, connection.transaction():
+                async with (
+                    self._pool.connection(urgent=urgent) as connection,
+                    connection.transaction(),
+                ):
                     return await work(connection)
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 attempt += 1

@@ -24,12 +24,19 @@ from workpool.backends.postgres.url import PostgresTarget
 Connection = AsyncConnection[DictRow]
 
 
+URGENT_SLOTS = 2
+"""Connections kept for urgent operations (lease renewals) beyond the pool's size."""
+
+
 class ConnectionPool:
-    """At most ``size`` connections to one schema (``search_path`` set at connect)."""
+    """At most ``size`` connections to one schema (``search_path`` set at connect), and
+    ``URGENT_SLOTS`` more for urgent callers, who so never queue behind the others (a
+    fan-out of 50 steps once held a renewal back until the lease was lost)."""
 
     def __init__(self, target: PostgresTarget, size: int, connect_seconds: float) -> None:
         self._target = target
         self._slots = asyncio.Semaphore(size)
+        self._urgent_slots = asyncio.Semaphore(URGENT_SLOTS)
         self._idle: list[Connection] = []
         self._connect_seconds = connect_seconds
         self._closed = False
@@ -42,10 +49,10 @@ class ConnectionPool:
         return await AsyncConnection.connect(self._target.conninfo, row_factory=dict_row, **options)
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
+    async def connection(self, *, urgent: bool = False) -> AsyncIterator[Connection]:
         """A connection to use alone until the block ends (an idle one, else a new one);
         kept for the next caller only if it ended idle, outside any transaction."""
-        async with self._slots:
+        async with self._urgent_slots if urgent else self._slots:
             connection = self._idle.pop() if self._idle else await self._connect()
             try:
                 yield connection
