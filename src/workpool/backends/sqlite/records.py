@@ -26,6 +26,7 @@ from workpool.backends.base import (
     WorkflowInfo,
 )
 from workpool.errors import CorruptRecordError
+from workpool.validation import MAX_COUNT
 
 _STATES = frozenset(
     {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
@@ -58,9 +59,9 @@ def optional_text(row: sqlite3.Row, field: str) -> str | None:
 
 
 def integer(row: sqlite3.Row, field: str) -> int:
-    """A required INTEGER column (booleans stored as 0/1 included), of at most 15 digits."""
+    """A required INTEGER column (booleans stored as 0/1 included), within +-MAX_COUNT."""
     value = row[field]
-    if not isinstance(value, int) or abs(value) >= 10**15:
+    if not isinstance(value, int) or abs(value) > MAX_COUNT:
         raise _corrupt(row["id"], field, value, "an integer")
     return value
 

@@ -21,8 +21,12 @@ local function in_range(text, low, high)
   return number ~= nil and number >= low and number <= high
 end
 
--- Whether a decimal string is a whole number of at most 15 digits.
-local function whole(text) return #text <= 15 and string.find(text, '^%-?%d+$') ~= nil end
+-- Whether a decimal string is a whole number within +-(2^53 - 1), the largest count
+-- workpool stores (validation.MAX_COUNT): doubles hold every such number exactly.
+local function whole(text)
+  return #text <= 17 and string.find(text, '^%-?%d+$') ~= nil
+    and math.abs(tonumber(text)) <= 9007199254740991
+end
 
 -- Whether text is a JSON list whose items pass item_ok.
 local function json_list(text, item_ok)
