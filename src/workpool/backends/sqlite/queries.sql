@@ -146,7 +146,7 @@ SELECT min(wake_at) AS wake_at FROM (
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
 -- progress JSON text or null] (null keeps the stored progress); a run set aside as
--- corrupt holds none.
+-- corrupt holds none. canceled_by is NULL unless a cancel was requested.
 UPDATE runs SET lease_expires_at = :expires_at, progress = coalesce(lease.reported, runs.progress)
 FROM (
     SELECT
@@ -157,7 +157,7 @@ FROM (
 ) AS lease
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
     AND runs.isolate < 2
-RETURNING runs.id, runs.lease_token, runs.cancel_requested;
+RETURNING runs.id, runs.lease_token, runs.cancel_requested, runs.canceled_by;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held, as for
@@ -317,9 +317,11 @@ SELECT id FROM runs WHERE parent_run_id = :id ORDER BY created_at;
 SELECT status, cancel_requested FROM runs WHERE id = :id;
 
 -- name: request_cancel
--- Flag running run :id for cancellation; the first :reason given is kept.
+-- Flag running run :id for cancellation; the first :reason and :canceled_by (the trace
+-- context of the cancel's caller) given are kept.
 UPDATE runs SET
     cancel_reason = CASE WHEN cancel_requested THEN cancel_reason ELSE :reason END,
+    canceled_by = CASE WHEN cancel_requested THEN canceled_by ELSE :canceled_by END,
     cancel_requested = 1
 WHERE id = :id AND status = 'running';
 

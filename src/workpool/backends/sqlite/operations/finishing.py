@@ -25,18 +25,25 @@ class Finishing(Ending):
         progress: Mapping[str, str] | None = None,
     ) -> RenewResult:
         """Extend held leases, storing their runs' ``progress``; report the others lost
-        and the held ones cancel-requested."""
+        and the held ones cancel-requested (with their canceller's trace context)."""
         reported = progress or {}
         entries = json.dumps(
             [[lease.run_id, lease.token, reported.get(lease.run_id)] for lease in leases]
         )
         rows = self._execute("renew_leases", leases=entries, expires_at=now + lease_seconds)
-        renewed = {
-            (row["id"], row["lease_token"]): records.flag(row, "cancel_requested") for row in rows
-        }
+        renewed: set[tuple[str, str]] = set()
+        canceled: set[str] = set()
+        canceled_by: dict[str, str] = {}
+        for row in rows:
+            run_id = records.text(row, "id")
+            renewed.add((run_id, records.text(row, "lease_token")))
+            if records.flag(row, "cancel_requested"):
+                canceled.add(run_id)
+                by = records.optional_text(row, "canceled_by")
+                if by is not None:
+                    canceled_by[run_id] = by
         lost = {lease.run_id for lease in leases if (lease.run_id, lease.token) not in renewed}
-        canceled = {run_id for (run_id, _), requested in renewed.items() if requested}
-        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
+        return RenewResult(frozenset(lost), frozenset(canceled), canceled_by)
 
     def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """Apply each entry whose lease is held; False for the others (a run whose row
