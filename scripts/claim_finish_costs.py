@@ -116,7 +116,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))  # the tests' private redis-server
     from tests.redis_server import RedisServer
 
-    results: dict[tuple[str, str], Times] = {}
+    results: dict[tuple[str, str], list[float]] = {}
     calls = str(options.calls)
     with RedisServer() as server, tempfile.TemporaryDirectory() as folder:
         for round_number in range(options.rounds):
