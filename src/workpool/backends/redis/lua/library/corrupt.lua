@@ -72,8 +72,8 @@ local function narrow_read(names)
   local kinds, at, required = {}, {}, {}
   for i, name in ipairs(names) do kinds[i], at[name] = false, at[name] or i end
   for i, name in ipairs(CHECKED_NAMES) do
-    if at[name] then
-      kinds[at[name]] = CHECKED_KINDS[i]
+    if at[name] then  -- (any string is good text: only its presence is checked)
+      kinds[at[name]] = CHECKED_KINDS[i] ~= 'text' and CHECKED_KINDS[i]
       if i <= REQUIRED_CHECKED then required[#required + 1] = at[name] end
     end
   end
