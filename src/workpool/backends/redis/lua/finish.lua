@@ -53,7 +53,7 @@ local FINISH_FIELDS = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id',
 local function apply(finish)
   local run = read_run_checked(finish.run_id, FINISH_FIELDS)
   if set_aside_if_corrupt(finish.run_id, run) or run[1] ~= 'running'
-      or run[11] ~= finish.token or was_set_aside(finish.run_id) then
+      or run[11] ~= finish.token then
     return 0
   end
   if run[15] then redis.call('HDEL', run_key(finish.run_id), 'isolate') end  -- it survived

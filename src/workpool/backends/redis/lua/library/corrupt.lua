@@ -1,5 +1,5 @@
--- Library: finding a corrupt run record (run_problem, with checks.lua's checks), and
--- noting a run set aside for it: in corrupt_key (run id -> its problem), its hash left as
+-- Library: finding a corrupt run record (run_problem: every field checks.lua checks; the
+-- hot path reads fewer, narrow.lua), and noting a run set aside for it: in corrupt_key (run id -> its problem), its hash left as
 -- found (get_run reads both), out of its listing indexes and its workflow's cancelable
 -- set; the next claim reports it, once (corrupt_unreported_key). aside.lua takes it out
 -- of its queue indexes.
@@ -62,60 +62,6 @@ local function run_problem(run_id, extra)
   return nil, fields, stored
 end
 
--- A narrow read (read_checked): the checked kind of each of names (false: not checked),
--- which are required (the first REQUIRED_CHECKED names of checks.lua) and the position of
--- each name; made once per list per call (a script's lists are its own constants).
-local narrow_reads = {}  -- names -> its read
-local function narrow_read(names)
-  local read = narrow_reads[names]
-  if read then return read end
-  local kinds, at, required = {}, {}, {}
-  for i, name in ipairs(names) do kinds[i], at[name] = false, at[name] or i end
-  for i, name in ipairs(CHECKED_NAMES) do
-    if at[name] then  -- (any string is good text: only its presence is checked)
-      kinds[at[name]] = CHECKED_KINDS[i] ~= 'text' and CHECKED_KINDS[i]
-      if i <= REQUIRED_CHECKED then required[#required + 1] = at[name] end
-    end
-  end
-  read = { kinds = kinds, at = at, required = required }
-  narrow_reads[names] = read
-  return read
-end
-
--- run_problem for the fields of names only (those an operation reads and uses, then
--- those it checks for the operations that follow), in ONE HMGET of names: the problem
--- (GONE: no hash) or nil, and the values of names, in order (absent: false).
-local function read_checked(run_id, names)
-  local read = narrow_read(names)
-  local stored = redis.pcall('HMGET', run_key(run_id), unpack(names))
-  if stored.err then
-    return 'its key holds a ' .. redis.call('TYPE', run_key(run_id)).ok .. ', not a hash', {}
-  end
-  for _, i in ipairs(read.required) do
-    if not stored[i] then  -- (none of names stored: no hash)
-      for j = 1, #names do
-        if stored[j] then return "field '" .. names[i] .. "' is missing", stored end
-      end
-      return GONE, stored
-    end
-  end
-  local kinds = read.kinds
-  for i = 1, #names do
-    local value, kind = stored[i], kinds[i]
-    if kind and value and not good(kind, value) then
-      return "field '" .. names[i] .. "' is malformed: " .. string.format('%q', value), stored
-    end
-  end
-  local at = read.at
-  if at.started_at and at.lease_token and stored[at.status] == 'running'
-      and not (stored[at.started_at] and stored[at.lease_token]) then
-    return "field 'started_at' or 'lease_token' is missing (the run is running)", stored
-  elseif at.gate_limit and stored[at.gate] and not stored[at.gate_limit] then
-    return "field 'gate_limit' is missing (the run has a gate)", stored
-  end
-  return nil, stored
-end
-
 local LISTED_STATES = { 'scheduled', 'queued', 'running', 'suspended', 'succeeded',
   'failed', 'canceled' }
 
@@ -133,10 +79,6 @@ local function note_corrupt(run_id, problem, fields, queue, workflow)
   end
   if workflow then zrem_later(workflow_cancelable_key(workflow), run_id) end
 end
-
--- Whether a run was set aside: its hash is left as found, so a check of fewer fields than
--- the one that set it aside may pass (finish asks, for a lease it would end).
-local function was_set_aside(run_id) return redis.call('HEXISTS', corrupt_key(), run_id) == 1 end
 
 -- The error reply of an operation on a run whose record is corrupt (set aside with it).
 local function corrupt_reply(run_id, problem)

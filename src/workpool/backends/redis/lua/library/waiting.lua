@@ -15,19 +15,6 @@ local function read_run(run_id, ...)
   return run
 end
 
--- read_run with a narrow read (read_checked, corrupt.lua): names are read_run's ten, the
--- caller's (run[11], ...), 'batch', then any the caller only checks; only these are read
--- and checked. run.fields: the whole record's checked fields, read if it is corrupt.
-local function read_run_checked(run_id, names)
-  local problem, run = read_checked(run_id, names)
-  run.batch, run.problem = run[narrow_read(names).at.batch] or nil, problem
-  if problem then
-    local _, fields = run_problem(run_id)
-    run.fields = fields
-  end
-  return run
-end
-
 -- Make a run waiting: queued if available_at <= now (ready, or at its gate if gate is
 -- set; limit: its gate_limit), else 'scheduled'. run: its status before, queue
 -- and workflow (run[1..3], as read_run returns them). rate: its rate field (nil: no
