@@ -1,6 +1,6 @@
 -- Library: the checks of every field of a run hash that scripts read as a number, flag,
--- state or JSON (all of them: run_problem; those an operation names: read_checked; see
--- corrupt.lua), so a corrupt record is set aside (aside.lua) instead of failing a script
+-- state or JSON (all of them: run_problem, corrupt.lua; those an operation names:
+-- read_checked, narrow.lua), so a corrupt record is set aside (aside.lua) instead of failing a script
 -- half-way.
 
 local RUN_STATES = { scheduled = true, queued = true, running = true, suspended = true,
