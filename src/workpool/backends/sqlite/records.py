@@ -147,6 +147,8 @@ def run_problem(row: sqlite3.Row) -> str | None:
         number(row, "attempt_time")
         flag(row, "has_steps")
         flag(row, "resuming")
+        optional_text(row, "trace_context")
+        optional_text(row, "woken_by")
         if row["gate"] is not None and row["gate_limit"] is None:
             raise _corrupt(row["id"], "gate_limit", None, "the limit of its gate")
     except CorruptRecordError as error:

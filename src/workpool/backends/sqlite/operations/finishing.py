@@ -50,10 +50,7 @@ class Finishing(Ending):
         is corrupt among them: its lease expires, and the claim that reaps it sets it
         aside)."""
         check_finishes(finishes, now)
-        corrupt = self._corrupt_among([entry.lease.run_id for entry in finishes])
-        return [
-            entry.lease.run_id not in corrupt and self._finish_one(entry, now) for entry in finishes
-        ]
+        return [self._finish_one(entry, now) for entry in finishes]
 
     def _finish_one(self, entry: Finish, now: float) -> bool:
         held = self._held(entry.lease)
@@ -117,9 +114,8 @@ class Finishing(Ending):
         """Queue held runs again now (or end them canceled if cancel was requested); the
         next claim takes the same attempt again, unless ``attempt_used`` (a run whose
         row is corrupt keeps its lease, to be reaped and set aside)."""
-        corrupt = self._corrupt_among([lease.run_id for lease in leases])
         for lease in leases:
-            held = None if lease.run_id in corrupt else self._held(lease)
+            held = self._held(lease)
             if held is None:
                 continue
             self._left_running(records.text(held, "queue"))
