@@ -495,7 +495,8 @@ class Client:
         """
         backend = await self.backend()
         with tracing.calling("cancel", "cancel", run_id, {}) as span:
-            result = await backend.cancel(run_id, reason, self.settings.clock.now())
+            now = self.settings.clock.now()
+            result = await backend.cancel(run_id, reason, now, tracing.stored(span))
             tracing.annotate(span, {"workpool.cancel.result": result})
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")

@@ -41,6 +41,7 @@ __all__ = [
     "abandoned",
     "annotate",
     "calling",
+    "canceled_by",
     "current_ids",
     "ended",
     "link_context",
@@ -293,6 +294,14 @@ def ended(
         span.add_event("suspended", waits)
 
 
+def canceled_by(span: Span, stored: str | None) -> None:
+    """Link an execution's span to the ``cancel`` that asked it to stop (``stored``:
+    that span's context, as the lease renewal handed it over; nothing for None)."""
+    found = _extracted(stored)
+    if found is not None:
+        span.add_link(found[1], {"workpool.link": "canceled by"})
+
+
 def abandoned(span: Span) -> None:
     """The execution stopped without an outcome (its lease was lost, or the worker
     shut down): another execution will run the attempt again."""
@@ -318,6 +327,7 @@ def calling(
     common: dict[str, AttributeValue] = {
         "messaging.system": SYSTEM,
         "messaging.operation.name": operation,
+        "messaging.message.id": run_id,
         "workpool.run_id": run_id,
     }
     with _span(traced, name, kind=kind, attributes={**common, **attributes}) as span:

@@ -93,3 +93,25 @@ async def test_an_event_that_wakes_nothing_stores_no_sender(
     run_id = await enqueue(backend, new_run(now), now)
     assert await backend.send_event(run_id, KEY, "1", now, trace_context=SENDER) == "sent"
     assert (await claim_one(backend, now)).woken_by is None
+
+
+async def test_renew_names_the_canceller_of_a_running_run(backend: Backend) -> None:
+    await enqueue(backend, new_run(100.0), 100.0)
+    claimed = await claim_one(backend, 100.0)
+    run_id = claimed.lease.run_id
+    assert await backend.cancel(run_id, "stop", 100.5, trace_context=SENDER) == "requested"
+    # A second cancel keeps the first canceller, as it keeps the first reason.
+    assert await backend.cancel(run_id, "again", 100.6, trace_context=CHILD) == "requested"
+    renewed = await backend.renew([claimed.lease], LEASE_SECONDS, 101.0)
+    assert renewed.cancel_requested == {run_id}
+    assert renewed.canceled_by == {run_id: SENDER}
+
+
+async def test_renew_names_no_canceller_without_one(backend: Backend) -> None:
+    await enqueue(backend, new_run(100.0), 100.0)
+    await enqueue(backend, new_run(100.0), 100.0)
+    kept, untraced = await claim_one(backend, 100.0), await claim_one(backend, 100.0)
+    assert await backend.cancel(untraced.lease.run_id, None, 100.5) == "requested"
+    renewed = await backend.renew([kept.lease, untraced.lease], LEASE_SECONDS, 101.0)
+    assert renewed.cancel_requested == {untraced.lease.run_id}
+    assert renewed.canceled_by == {}

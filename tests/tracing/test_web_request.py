@@ -5,6 +5,7 @@ its child and its grandchild (on every backend)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
@@ -36,8 +37,10 @@ def shop(pool: Workpool) -> Any:
     )
 
 
-async def post(app: Any, path: str) -> tuple[int, bytes]:
-    """One POST request through the ASGI app, as a server hands it over."""
+async def post(
+    app: Any, path: str, body: bytes = b"", headers: Sequence[tuple[bytes, bytes]] = ()
+) -> tuple[int, bytes]:
+    """One POST request of ``body`` through the ASGI app, as a server hands it over."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -48,14 +51,18 @@ async def post(app: Any, path: str) -> tuple[int, bytes]:
         "raw_path": path.encode(),
         "query_string": b"",
         "root_path": "",
-        "headers": [(b"host", b"shop.example"), (b"content-length", b"0")],
+        "headers": [
+            (b"host", b"shop.example"),
+            (b"content-length", str(len(body)).encode()),
+            *headers,
+        ],
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8000),
     }
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)

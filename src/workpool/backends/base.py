@@ -349,7 +349,9 @@ class Backend(Protocol):
         A lease is renewed only if its run is ``running`` with that same token (an
         expired but not yet reaped lease still counts as held and is renewed). Other
         leases are reported ``lost``. Renewed runs with a cancel request are reported
-        in ``cancel_requested``. ``progress`` (run id -> JSON text) is stored as the
+        in ``cancel_requested``, and the ``trace_context`` their cancel was given in
+        ``canceled_by`` (nothing more is read or sent for a run without a cancel
+        request: the renewal is a hot path). ``progress`` (run id -> JSON text) is stored as the
         run's progress for the runs whose lease is renewed, in the same operation.
         """
         ...
@@ -599,13 +601,18 @@ class Backend(Protocol):
         """
         ...
 
-    async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
+    async def cancel(
+        self, run_id: str, reason: str | None, now: float, trace_context: str | None = None
+    ) -> CancelResult:
         """Cancel one run in ONE operation.
 
         ``queued``/``scheduled``/``suspended``: set ``cancel_requested``, end
         ``canceled`` now, store the reason, fire hooks, return ``"canceled"``. ``running``: set
-        ``cancel_requested`` and the reason, return ``"requested"`` (the lease holder
-        learns of it on its next renew); a second cancel keeps the first reason.
+        ``cancel_requested``, the reason and ``trace_context`` (opaque text: the
+        caller's span), return ``"requested"`` (the lease holder learns of it on its
+        next renew, ``RenewResult.canceled_by``); a second cancel keeps the first reason
+        and context. A run ended at once keeps no ``trace_context``: it never executes
+        again, so nothing would read it.
         Terminal: change nothing, return ``"finished"``. Unknown id: ``"not_found"``.
         """
         ...

@@ -7,6 +7,7 @@ re-exports every name here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -418,6 +419,9 @@ class RenewResult:
     """Run ids whose lease the caller no longer holds: stop them without writing."""
     cancel_requested: frozenset[str]
     """Run ids (lease still held) whose cancel was requested: interrupt them."""
+    canceled_by: Mapping[str, str] = field(default_factory=dict)
+    """For those of ``cancel_requested`` whose cancel was given one: run id -> the
+    ``trace_context`` given to the ``cancel`` (the first one, as for the reason)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ class RunContext:
     # A plain flag: set by the worker's loop, read by handler threads; assigning and
     # reading a bool is atomic in CPython, and a threading.Event per run costs ~5 us.
     _cancel_requested: bool = field(default=False, repr=False)
+    _canceled_by: str | None = field(default=None, repr=False)
+    """The trace context of the cancel that was requested, if it carried one."""
     _timed_out: bool = field(default=False, repr=False)
     _steps: Steps | None = field(default=None, repr=False)
     _publisher: Publisher | None = field(default=None, repr=False)
@@ -146,8 +148,10 @@ class RunContext:
         if self._cancel_requested:
             raise CancelRequestedError(f"run {self.run_id} was canceled")
 
-    def request_cancel(self) -> None:
-        """Mark the run cancelled (called by the worker, not by handlers)."""
+    def request_cancel(self, canceled_by: str | None = None) -> None:
+        """Mark the run cancelled (called by the worker, not by handlers); the
+        execution's span links ``canceled_by`` (the cancel's trace context)."""
+        self._canceled_by = canceled_by
         self._cancel_requested = True
 
 

@@ -136,6 +136,8 @@ async def execute(
         except asyncio.CancelledError:
             tracing.abandoned(span)
             raise
+        finally:
+            tracing.canceled_by(span, ctx._canceled_by)
         tracing.ended(
             span,
             finish.status,

@@ -238,12 +238,12 @@ class ActiveRuns:
             self._stop(entry)
         return handed_back, used
 
-    def request_cancel(self, lease: Lease) -> None:
+    def request_cancel(self, lease: Lease, canceled_by: str | None = None) -> None:
         """Interrupt the run held under ``lease``, whose cancel was requested (async:
-        now; sync: via ctx)."""
+        now; sync: via ctx); ``canceled_by``: the cancel's trace context, if any."""
         entry = self.holding(lease)
         if entry is None or entry.task.done() or entry.ctx.cancelled:
             return
         logger.info("run %s: cancel requested, interrupting", lease.run_id)
-        entry.ctx.request_cancel()
+        entry.ctx.request_cancel(canceled_by)
         entry.task.cancel()

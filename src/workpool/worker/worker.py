@@ -451,7 +451,7 @@ class Worker:
                     if lost is not None and self.metrics is not None:
                         self.metrics.lease_lost(lost.claimed.workflow)
                 elif lease.run_id in result.cancel_requested:
-                    self._active.request_cancel(lease)
+                    self._active.request_cancel(lease, result.canceled_by.get(lease.run_id))
 
     async def _shutdown(
         self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]

@@ -289,10 +289,10 @@ class RedisBackend:
     ) -> RenewResult:
         if not leases:
             return RenewResult(lost=frozenset(), cancel_requested=frozenset())
-        lost, cancel_requested = await self._scripts.renew(
+        lost, cancel_requested, canceled_by = await self._scripts.renew(
             codec.seconds(now + lease_seconds), codec.renewals(leases, progress or {})
         )
-        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(cancel_requested))
+        return RenewResult(frozenset(lost), frozenset(cancel_requested), canceled_by)
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         check_finishes(finishes, now)
@@ -427,8 +427,10 @@ class RedisBackend:
             pairs = codec.lease_pairs(leases)
             await self._scripts.release(codec.seconds(now), attempt_used, pairs)
 
-    async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
-        result = await self._scripts.cancel(codec.seconds(now), run_id, reason)
+    async def cancel(
+        self, run_id: str, reason: str | None, now: float, trace_context: str | None = None
+    ) -> CancelResult:
+        result = await self._scripts.cancel(codec.seconds(now), run_id, reason, trace_context)
         if result not in get_args(CancelResult):
             raise RuntimeError(f"cancel.lua returned an unknown result {result!r}")
         return cast(CancelResult, result)

@@ -215,12 +215,13 @@ class Scripts:
 
     async def renew(
         self, lease_expires_at: str, leases: Sequence[tuple[str, str, str]]
-    ) -> tuple[list[str], list[str]]:
-        """(lost run ids, cancel-requested run ids); each lease is (run id, token,
-        progress JSON text or '')."""
+    ) -> tuple[list[str], list[str], dict[str, str]]:
+        """(lost run ids, cancel-requested run ids, run id -> its canceller's trace
+        context); each lease is (run id, token, progress JSON text or '')."""
         args = [lease_expires_at, *(part for lease in leases for part in lease)]
-        lost, cancel_requested = await self._renew(args)
-        return list(lost), list(cancel_requested)
+        lost, cancel_requested, *canceled_by = await self._renew(args)
+        pairs = canceled_by[0] if canceled_by else []
+        return list(lost), list(cancel_requested), dict(zip(pairs[::2], pairs[1::2], strict=True))
 
     async def finish(self, now: str, finishes_json: str) -> list[bool]:
         """Whether each finish was applied."""
@@ -279,10 +280,12 @@ class Scripts:
         args = [now, "1" if attempt_used else "0", *(part for lease in leases for part in lease)]
         return int(await self._release(args))
 
-    async def cancel(self, now: str, run_id: str, reason: str | None) -> str:
+    async def cancel(
+        self, now: str, run_id: str, reason: str | None, trace_context: str | None
+    ) -> str:
         """The CancelResult string."""
-        args = [now, run_id] if reason is None else [now, run_id, reason]
-        return str(await self._cancel(args))
+        args = [now, run_id, trace_context or ""]
+        return str(await self._cancel(args if reason is None else [*args, reason]))
 
     async def cancel_many(self, now: str, options_json: str) -> int:
         """How many runs were canceled or cancel-requested."""

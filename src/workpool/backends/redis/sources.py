@@ -32,6 +32,7 @@ LIBRARY = (
     "deferred",
     "checks",
     "corrupt",
+    "narrow",
     "listing",
     "ready",
     "waking",

@@ -51,8 +51,10 @@ WHERE id IN (
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: expired_leases
--- Up to :batch running runs of :queue whose lease expired at :now, earliest expiry first.
-SELECT id, workflow, cancel_requested, lease_losses FROM runs
+-- Up to :batch running runs of :queue whose lease expired at :now, earliest expiry first;
+-- sound: whether the row is sound_run (1; else 0).
+SELECT id, workflow, cancel_requested, lease_losses, coalesce({sound_run}, 0) AS sound
+FROM runs
 WHERE status = 'running' AND queue = :queue AND lease_expires_at <= :now
 ORDER BY lease_expires_at
 LIMIT :batch;
@@ -82,9 +84,49 @@ SELECT min(first) AS since FROM (
 -- The workflows that have had runs in :queue.
 SELECT workflow FROM run_pairs WHERE queue = :queue;
 
+-- fragment: sound_run
+-- True when a runs row holds values of the types and ranges that records.run_problem
+-- trusts (false or NULL: corrupt; the claim then reads it with runs_to_check to say why).
+-- Written as claims and finishes read it, so a sound row costs no second read.
+typeof(id) = 'text' AND typeof(workflow) = 'text' AND typeof(queue) = 'text'
+AND typeof(input) = 'text'
+AND status IN ('scheduled', 'queued', 'running', 'suspended', 'succeeded', 'failed', 'canceled')
+AND typeof(attempts) = 'integer' AND attempts BETWEEN -9007199254740991 AND 9007199254740991
+AND typeof(lease_losses) = 'integer'
+AND lease_losses BETWEEN -9007199254740991 AND 9007199254740991
+AND typeof(claims) = 'integer' AND claims BETWEEN -9007199254740991 AND 9007199254740991
+AND typeof(priority) = 'integer' AND priority BETWEEN -9007199254740991 AND 9007199254740991
+AND cancel_requested IN (0, 1) AND has_steps IN (0, 1) AND resuming IN (0, 1)
+AND typeof(created_at) IN ('integer', 'real')
+AND created_at BETWEEN -62135596800 AND 253402300799
+AND typeof(available_at) IN ('integer', 'real')
+AND available_at BETWEEN -62135596800 AND 253402300799
+AND (started_at IS NULL OR typeof(started_at) IN ('integer', 'real')
+    AND started_at BETWEEN -62135596800 AND 253402300799)
+AND (finished_at IS NULL OR typeof(finished_at) IN ('integer', 'real')
+    AND finished_at BETWEEN -62135596800 AND 253402300799)
+AND typeof(run_time) IN ('integer', 'real')
+AND run_time BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308
+AND typeof(rank_offset) IN ('integer', 'real')
+AND rank_offset BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308
+AND typeof(attempt_time) IN ('integer', 'real')
+AND attempt_time BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308
+AND (timeout IS NULL OR typeof(timeout) IN ('integer', 'real')
+    AND timeout BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+AND (gate_limit IS NULL OR typeof(gate_limit) = 'integer'
+    AND gate_limit BETWEEN -9007199254740991 AND 9007199254740991)
+AND (gate IS NULL OR gate_limit IS NOT NULL)
+AND typeof(coalesce(output, '')) = 'text' AND typeof(coalesce(error, '')) = 'text'
+AND typeof(coalesce(retry, '')) = 'text' AND typeof(coalesce(cancel_reason, '')) = 'text'
+AND typeof(coalesce(idempotency_key, '')) = 'text'
+AND typeof(coalesce(parent_run_id, '')) = 'text' AND typeof(coalesce(retry_of, '')) = 'text'
+AND typeof(coalesce(retried_as, '')) = 'text' AND typeof(coalesce(progress, '')) = 'text'
+AND typeof(coalesce(batch_id, '')) = 'text' AND typeof(coalesce(trace_context, '')) = 'text'
+AND typeof(coalesce(woken_by, '')) = 'text'
+
 -- name: runs_to_check
--- The columns of the runs of the :ids JSON array that a claim or a reap checks before it
--- leases or reaps them (records.run_problem): get_run's, and those only claims read.
+-- The columns of the runs of the :ids JSON array that records.run_problem checks (get_run's,
+-- and those only claims read): read to say why a row is not sound_run.
 SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
@@ -92,7 +134,7 @@ SELECT
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: set_aside
@@ -102,7 +144,8 @@ FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 UPDATE runs SET isolate = 2, lease_expires_at = NULL WHERE id = :id;
 
 -- name: claim_queued
--- Lease the runs of the :ids JSON array to :worker_id until :expires_at.
+-- Lease the runs of the :ids JSON array to :worker_id until :expires_at, those whose row is
+-- sound_run (the claim sets the others aside).
 UPDATE runs SET
     status = 'running',
     attempts = attempts + 1 - resuming,
@@ -113,7 +156,7 @@ UPDATE runs SET
     worker_id = :worker_id,
     lease_token = lower(hex(randomblob(16))),
     lease_expires_at = :expires_at
-WHERE id IN (SELECT value FROM json_each(:ids))
+WHERE id IN (SELECT value FROM json_each(:ids)) AND {sound_run}
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
     has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
@@ -146,7 +189,7 @@ SELECT min(wake_at) AS wake_at FROM (
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
 -- progress JSON text or null] (null keeps the stored progress); a run set aside as
--- corrupt holds none.
+-- corrupt holds none. canceled_by is NULL unless a cancel was requested.
 UPDATE runs SET lease_expires_at = :expires_at, progress = coalesce(lease.reported, runs.progress)
 FROM (
     SELECT
@@ -157,13 +200,15 @@ FROM (
 ) AS lease
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
     AND runs.isolate < 2
-RETURNING runs.id, runs.lease_token, runs.cancel_requested;
+RETURNING runs.id, runs.lease_token, runs.cancel_requested, runs.canceled_by;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held, as for
--- a run set aside as corrupt).
+-- a run set aside as corrupt, or whose row is not sound_run: the claim that reaps it sets
+-- it aside).
 SELECT cancel_requested, queue, workflow, started_at, gate FROM runs
-WHERE id = :id AND status = 'running' AND lease_token = :token AND isolate < 2;
+WHERE id = :id AND status = 'running' AND lease_token = :token AND isolate < 2
+    AND {sound_run};
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -317,9 +362,11 @@ SELECT id FROM runs WHERE parent_run_id = :id ORDER BY created_at;
 SELECT status, cancel_requested FROM runs WHERE id = :id;
 
 -- name: request_cancel
--- Flag running run :id for cancellation; the first :reason given is kept.
+-- Flag running run :id for cancellation; the first :reason and :canceled_by (the trace
+-- context of the cancel's caller) given are kept.
 UPDATE runs SET
     cancel_reason = CASE WHEN cancel_requested THEN cancel_reason ELSE :reason END,
+    canceled_by = CASE WHEN cancel_requested THEN canceled_by ELSE :canceled_by END,
     cancel_requested = 1
 WHERE id = :id AND status = 'running';
 
@@ -343,7 +390,8 @@ SELECT
     timeout, progress, batch_id,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate, trace_context,
+    woken_by
 FROM runs WHERE id = :id;
 
 -- name: leave_gate

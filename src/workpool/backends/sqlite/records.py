@@ -25,6 +25,7 @@ from workpool.backends.base import (
     WorkflowInfo,
 )
 from workpool.errors import CorruptRecordError
+from workpool.validation import MAX_COUNT
 
 _STATES = frozenset(
     {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
@@ -63,9 +64,9 @@ def optional_text(row: Row, field: str) -> str | None:
 
 
 def integer(row: Row, field: str) -> int:
-    """A required INTEGER column (booleans stored as 0/1 included), of at most 15 digits."""
+    """A required INTEGER column (booleans stored as 0/1 included), within +-MAX_COUNT."""
     value = row[field]
-    if not isinstance(value, int) or abs(value) >= 10**15:
+    if not isinstance(value, int) or abs(value) > MAX_COUNT:
         raise _corrupt(row["id"], field, value, "an integer")
     return value
 
@@ -151,6 +152,8 @@ def run_problem(row: Row) -> str | None:
         number(row, "attempt_time")
         flag(row, "has_steps")
         flag(row, "resuming")
+        optional_text(row, "trace_context")
+        optional_text(row, "woken_by")
         if row["gate"] is not None and row["gate_limit"] is None:
             raise _corrupt(row["id"], "gate_limit", None, "the limit of its gate")
     except CorruptRecordError as error:

@@ -10,7 +10,8 @@ from importlib import resources
 from types import MappingProxyType
 
 _PACKAGE = "workpool.backends.sqlite"
-_NAME_LINE = re.compile(r"^--\s*name:\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
+_NAME_LINE = re.compile(r"^--\s*(?P<kind>name|fragment):\s*(?P<name>[a-z_][a-z0-9_]*)\s*$")
+_FRAGMENT_USE = re.compile(r"\{(?P<name>[a-z_][a-z0-9_]*)\}")
 _MIGRATION_FILE = re.compile(r"^(?P<version>\d{4})_[a-z0-9_]+\.sql$")
 
 
@@ -30,18 +31,40 @@ def load_queries() -> Mapping[str, str]:
 
 
 def parse_queries(text: str) -> dict[str, str]:
-    """Split ``-- name: x`` blocks; each needs a description comment and one statement."""
+    """Split ``-- name: x`` blocks; each needs a description comment and one statement.
+    A ``-- fragment: y`` block is an expression (described too) that queries write as
+    ``{y}``, put in as it is, in parentheses."""
     blocks: dict[str, list[str]] = {}
+    fragments: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
         match = _NAME_LINE.match(line.strip())
         if match:
-            if match["name"] in blocks:
+            if match["name"] in blocks or match["name"] in fragments:
                 raise ValueError(f"queries.sql defines {match['name']!r} twice")
-            current = blocks[match["name"]] = []
+            kind = blocks if match["kind"] == "name" else fragments
+            current = kind[match["name"]] = []
         elif current is not None:
             current.append(line)
-    return {name: _statement(name, lines) for name, lines in blocks.items()}
+    expressions = {name: _fragment(name, lines) for name, lines in fragments.items()}
+
+    def put_in(name: str, statement: str) -> str:
+        def expression(use: re.Match[str]) -> str:
+            if use["name"] not in expressions:
+                raise ValueError(f"query {name!r} in queries.sql uses no fragment {use[0]}")
+            return expressions[use["name"]]
+
+        return _FRAGMENT_USE.sub(expression, statement)
+
+    return {name: put_in(name, _statement(name, lines)) for name, lines in blocks.items()}
+
+
+def _fragment(name: str, lines: list[str]) -> str:
+    """A fragment's expression, after its description comment, in parentheses."""
+    if not lines or not lines[0].strip().startswith("--"):
+        raise ValueError(f"fragment {name!r} in queries.sql lacks its description comment")
+    code = [line.strip() for line in lines if line.strip() and not line.strip().startswith("--")]
+    return "(" + "\n".join(code) + ")"
 
 
 def _statement(name: str, lines: list[str]) -> str:

@@ -30,6 +30,7 @@ from workpool.backends.base import (
 from workpool.backends.redis.codec.times import milliseconds, seconds
 from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
+from workpool.validation import MAX_COUNT
 
 RUN_FIELDS = 20
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
@@ -184,7 +185,7 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
 
 
 _DECIMAL = re.compile(r"[0-9.eE+-]+")
-_WHOLE = re.compile(r"-?[0-9]{1,15}")
+_WHOLE = re.compile(r"-?[0-9]{1,16}")
 EARLIEST, LATEST = -62135596800.0, 253402300799.0
 """The times a run may hold (years 1 to 9999), as lua/library/checks.lua checks them."""
 
@@ -214,7 +215,7 @@ class _Fields:
 
     def integer(self, name: str) -> int:
         text = self.text(name)
-        if not _WHOLE.fullmatch(text):
+        if not _WHOLE.fullmatch(text) or abs(int(text)) > MAX_COUNT:
             raise self._malformed(name, text, "a whole number")
         return int(text)
 

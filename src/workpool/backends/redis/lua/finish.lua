@@ -8,7 +8,7 @@
 --          waiting_on (array of child run ids), progress (JSON text)
 --
 -- Returns 1 (applied) or 0 (lease not held) per entry, in order; a bad time: an error reply.
--- A run whose record is corrupt is set aside (checks.lua): 0.
+-- A run whose record is corrupt (the fields FINISH_FIELDS names, checks.lua) is set aside: 0.
 -- A cancel request turns failed, canceled, retry and suspend into canceled. Limited
 -- queues the runs left are woken if they have room (queues.lua).
 
@@ -41,9 +41,17 @@ local function outcome_fields(finish)
   return {}
 end
 
+-- What finish reads (as read_run_checked: run[11..17], then batch), then what it only
+-- checks: attempts and lease_losses (the counts a retried run's next claim and reap do
+-- arithmetic on) and rank_offset (a retry ranks the run with it). Not checked here:
+-- created_at, available_at, claims, timeout, priority, finished_at, awaited_events.
+local FINISH_FIELDS = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id',
+  'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', 'lease_token',
+  'cancel_requested', 'rate', 'started_at', 'isolate', 'run_time', 'attempt_time', 'batch',
+  'attempts', 'lease_losses', 'rank_offset' }
+
 local function apply(finish)
-  local run = read_run(finish.run_id, 'lease_token', 'cancel_requested', 'rate', 'started_at',
-    'isolate', 'run_time', 'attempt_time')
+  local run = read_run_checked(finish.run_id, FINISH_FIELDS)
   if set_aside_if_corrupt(finish.run_id, run) or run[1] ~= 'running'
       or run[11] ~= finish.token then
     return 0

@@ -121,9 +121,9 @@ class Claiming(Ending):
     def _reap(self, queue: str, max_lease_losses: int, now: float) -> None:
         expired = self._execute("expired_leases", queue=queue, now=now, batch=REAP_BATCH)
         rows = expired.fetchall()
-        sound = set(self._sound([str(row["id"]) for row in rows]))
+        self._set_aside_unsound([str(row["id"]) for row in rows if not row["sound"]])
         for row in rows:
-            if row["id"] not in sound:
+            if not row["sound"]:
                 continue
             run_id = records.text(row, "id")
             losses = records.integer(row, "lease_losses") + 1
@@ -139,8 +139,8 @@ class Claiming(Ending):
                 self._requeue(run_id, now, lease_loss=1)
 
     def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
-        """Make the queued runs ``ids`` running under new leases, in the order given."""
-        ids = self._sound(ids)
+        """Make the queued runs ``ids`` running under new leases, in the order given; a
+        run whose row is corrupt is set aside instead (checked in the same statement)."""
         if not ids:
             return []
         worker_id, now, expires_at = lease
@@ -148,17 +148,21 @@ class Claiming(Ending):
             "claim_queued", ids=json.dumps(ids), worker_id=worker_id, now=now, expires_at=expires_at
         ).fetchall()
         order = {run_id: position for position, run_id in enumerate(ids)}
+        if len(rows) < len(ids):  # not sound_run
+            leased = {row["id"] for row in rows}
+            self._set_aside_unsound([run_id for run_id in ids if run_id not in leased])
         rows.sort(key=lambda row: order[row["id"]])
         return [records.claimed_run(row) for row in rows]
 
-    def _sound(self, ids: Sequence[str]) -> list[str]:
-        """The runs of ``ids`` whose record can be trusted, in order; each other one is
-        set aside (see the ``set_aside`` query), its gate place freed, and noted."""
-        checked = self._checked_rows(ids)
-        for run_id, (problem, row) in checked.items():
-            if problem is not None:
-                self._put_aside(run_id, problem, row)
-        return [run_id for run_id in ids if run_id in checked and checked[run_id][0] is None]
+    def _set_aside_unsound(self, ids: Sequence[str]) -> None:
+        """Set aside the runs ``ids``, whose rows failed ``sound_run``: each is read again
+        (``runs_to_check``) to say what is wrong, then set aside (see the ``set_aside``
+        query), its gate place freed, and noted."""
+        if not ids:
+            return
+        for run_id, (problem, row) in self._checked_rows(ids).items():
+            unsound = f"run {run_id}: its stored record fails the claim's check (sound_run)"
+            self._put_aside(run_id, problem or unsound, row)
 
     def _put_aside(self, run_id: str, problem: str, row: sqlite3.Row) -> None:
         self._execute("set_aside", id=run_id)

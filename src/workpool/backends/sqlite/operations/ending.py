@@ -105,21 +105,29 @@ class Ending(Batches):
         self._fill(*left)
         self._joined(rows, now)
 
-    def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
-        """Cancel one run: end it if not started, flag it if running."""
+    def cancel(
+        self, run_id: str, reason: str | None, now: float, trace_context: str | None = None
+    ) -> CancelResult:
+        """Cancel one run: end it if not started, flag it if running (keeping
+        ``trace_context``, the caller's, for the lease holder's renewals)."""
         row = self._execute("run_status", id=run_id).fetchone()
         if row is None:
             return "not_found"
         status = records.text(row, "status")
         if status in TERMINAL_STATES:
             return "finished"
-        return self._cancel_active(run_id, status, reason, now)
+        return self._cancel_active(run_id, status, reason, now, trace_context)
 
     def _cancel_active(
-        self, run_id: str, status: str, reason: str | None, now: float
+        self,
+        run_id: str,
+        status: str,
+        reason: str | None,
+        now: float,
+        trace_context: str | None = None,
     ) -> CancelResult:
         if status == "running":
-            self._execute("request_cancel", id=run_id, reason=reason)
+            self._execute("request_cancel", id=run_id, reason=reason, canceled_by=trace_context)
             return "requested"
         self._end(run_id, "canceled", now, cancel_reason=reason, cancel_requested=1)
         return "canceled"

@@ -25,28 +25,32 @@ class Finishing(Ending):
         progress: Mapping[str, str] | None = None,
     ) -> RenewResult:
         """Extend held leases, storing their runs' ``progress``; report the others lost
-        and the held ones cancel-requested."""
+        and the held ones cancel-requested (with their canceller's trace context)."""
         reported = progress or {}
         entries = json.dumps(
             [[lease.run_id, lease.token, reported.get(lease.run_id)] for lease in leases]
         )
         rows = self._execute("renew_leases", leases=entries, expires_at=now + lease_seconds)
-        renewed = {
-            (row["id"], row["lease_token"]): records.flag(row, "cancel_requested") for row in rows
-        }
+        renewed: set[tuple[str, str]] = set()
+        canceled: set[str] = set()
+        canceled_by: dict[str, str] = {}
+        for row in rows:
+            run_id = records.text(row, "id")
+            renewed.add((run_id, records.text(row, "lease_token")))
+            if records.flag(row, "cancel_requested"):
+                canceled.add(run_id)
+                by = records.optional_text(row, "canceled_by")
+                if by is not None:
+                    canceled_by[run_id] = by
         lost = {lease.run_id for lease in leases if (lease.run_id, lease.token) not in renewed}
-        canceled = {run_id for (run_id, _), requested in renewed.items() if requested}
-        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
+        return RenewResult(frozenset(lost), frozenset(canceled), canceled_by)
 
     def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """Apply each entry whose lease is held; False for the others (a run whose row
         is corrupt among them: its lease expires, and the claim that reaps it sets it
         aside)."""
         check_finishes(finishes, now)
-        corrupt = self._corrupt_among([entry.lease.run_id for entry in finishes])
-        return [
-            entry.lease.run_id not in corrupt and self._finish_one(entry, now) for entry in finishes
-        ]
+        return [self._finish_one(entry, now) for entry in finishes]
 
     def _finish_one(self, entry: Finish, now: float) -> bool:
         held = self._held(entry.lease)
@@ -110,9 +114,8 @@ class Finishing(Ending):
         """Queue held runs again now (or end them canceled if cancel was requested); the
         next claim takes the same attempt again, unless ``attempt_used`` (a run whose
         row is corrupt keeps its lease, to be reaped and set aside)."""
-        corrupt = self._corrupt_among([lease.run_id for lease in leases])
         for lease in leases:
-            held = None if lease.run_id in corrupt else self._held(lease)
+            held = self._held(lease)
             if held is None:
                 continue
             self._left_running(records.text(held, "queue"))

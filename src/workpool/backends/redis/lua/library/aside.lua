@@ -1,13 +1,18 @@
 -- Library: setting aside a corrupt run (checks.lua) wherever it is, so that no script
 -- meets it again: out of its queue's indexes (scheduled, leases, its pair's ready set,
 -- its gate's waiting set), its place at its gate freed if it held one, and noted
--- (corrupt.lua). Its hash is left as found.
+-- (corrupt.lua). Its hash is left as found, but for a running run's lease token, spent
+-- (as end_run spends it): a finish or renew checking fewer fields than the check that set
+-- it aside still finds the lease lost.
 
 -- Set a corrupt run aside. problem, fields: run_problem's answer; queue, workflow: those
 -- of the index it was found in (nil: its fields', if readable).
 local function set_aside(run_id, problem, fields, queue, workflow)
   queue, workflow = queue or fields.queue, workflow or fields.workflow
   note_corrupt(run_id, problem, fields, queue, workflow)
+  if fields.status == 'running' then  -- its holder's lease is lost, whatever field was bad
+    redis.pcall('HSET', run_key(run_id), 'lease_token', '')
+  end
   if queue then
     zrem_later(queue_key(queue, 'scheduled'), run_id)
     local leases = queue_key(queue, 'leases')

@@ -1,6 +1,7 @@
 -- Library: the checks of every field of a run hash that scripts read as a number, flag,
--- state or JSON (run_problem, corrupt.lua), so a corrupt record is set aside (aside.lua)
--- instead of failing a script half-way.
+-- state or JSON (all of them: run_problem, corrupt.lua; those an operation names:
+-- read_checked, narrow.lua), so a corrupt record is set aside (aside.lua) instead of failing a script
+-- half-way.
 
 local RUN_STATES = { scheduled = true, queued = true, running = true, suspended = true,
   succeeded = true, failed = true, canceled = true }
@@ -15,14 +16,12 @@ local function finite_number(text)
   return number
 end
 
--- Whether a decimal string is a finite number from low to high.
-local function in_range(text, low, high)
-  local number = finite_number(text)
-  return number ~= nil and number >= low and number <= high
+-- Whether a decimal string is a whole number within +-(2^53 - 1), the largest count
+-- workpool stores (validation.MAX_COUNT): doubles hold every such number exactly.
+local function whole(text)
+  return #text <= 17 and string.find(text, '^%-?%d+$') ~= nil
+    and math.abs(tonumber(text)) <= 9007199254740991
 end
-
--- Whether a decimal string is a whole number of at most 15 digits.
-local function whole(text) return #text <= 15 and string.find(text, '^%-?%d+$') ~= nil end
 
 -- Whether text is a JSON list whose items pass item_ok.
 local function json_list(text, item_ok)
@@ -42,14 +41,21 @@ local function limit_ok(limit)
     and type(limit[2]) == 'number' and type(limit[3]) == 'number'
 end
 local function event_key_ok(key) return type(key) == 'string' end
--- Whether a stored value (a string) is good for its kind (CHECKED_KINDS).
+-- Whether a stored value (a string) is good for its kind (CHECKED_KINDS): a count is a
+-- whole number from 0 to 2^53 - 1; a time or a number of seconds is a finite decimal (no space, hex, 'inf'
+-- or 'nan': what Python and ZADD read) in its range. Checks inline, commonest first: a
+-- claim makes several per run.
 local function good(kind, text)
-  if kind == 'count' then return whole(text) and tonumber(text) >= 0
-  elseif kind == 'time' then return in_range(text, EARLIEST, LATEST)
+  if kind == 'count' then
+    return text ~= '' and #text <= 16 and not string.find(text, '%D')
+      and (#text < 16 or tonumber(text) <= 9007199254740991)
+  elseif kind == 'time' or kind == 'seconds' or kind == 'offset' then
+    local number = not string.find(text, '[^%d%.eE%+%-]') and tonumber(text)
+    if not number then return false end  -- (an infinity is out of every range)
+    if kind == 'time' then return number >= EARLIEST and number <= LATEST end
+    return number <= 1e12 and number >= (kind == 'seconds' and 0 or -1e12)
   elseif kind == 'flag' then return text == '0' or text == '1'
   elseif kind == 'state' then return RUN_STATES[text] == true
-  elseif kind == 'seconds' then return in_range(text, 0, 1e12)
-  elseif kind == 'offset' then return in_range(text, -1e12, 1e12)
   elseif kind == 'integer' then return whole(text)
   elseif kind == 'limit' then return whole(text) and tonumber(text) >= 1
   elseif kind == 'hooks' then return json_list(text, hook_ok)

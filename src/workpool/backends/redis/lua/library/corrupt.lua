@@ -1,8 +1,9 @@
--- Library: finding a corrupt run record (run_problem, with checks.lua's checks), and
--- noting a run set aside for it: in corrupt_key (run id -> its problem), its hash left as
--- found (get_run reads both), out of its listing indexes and its workflow's cancelable
--- set; the next claim reports it, once (corrupt_unreported_key). aside.lua takes it out
--- of its queue indexes.
+-- Library: finding a corrupt run record (run_problem: every field checks.lua checks; the
+-- hot path checks fewer, narrow.lua), and noting a run set aside for it: in corrupt_key
+-- (run id -> its problem), its hash left as found (get_run reads both; aside.lua spends
+-- a running run's lease token), out of its listing indexes and its workflow's
+-- cancelable set; the next claim reports it, once (corrupt_unreported_key). aside.lua
+-- takes it out of its queue indexes.
 
 -- hash: run id -> what is wrong with its record
 local function corrupt_key() return prefix .. ':corrupt' end

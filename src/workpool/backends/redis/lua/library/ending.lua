@@ -69,9 +69,10 @@ local function end_run(run_id, run, status, now, fields)
   return 0
 end
 
--- Cancel one run as Backend.cancel describes. Returns the CancelResult string (or
+-- Cancel one run as Backend.cancel describes (trace: the caller's trace context, kept
+-- as canceled_by when the run is running, or nil). Returns the CancelResult string (or
 -- 'corrupt' and its problem: set aside) and how many runs changed (0 if none).
-cancel_one = function(run_id, reason, now)
+cancel_one = function(run_id, reason, now, trace)
   local run = read_run(run_id, 'cancel_requested')
   if set_aside_if_corrupt(run_id, run) then
     return run.problem == GONE and 'not_found' or 'corrupt', 0, run.problem
@@ -89,6 +90,7 @@ cancel_one = function(run_id, reason, now)
   end
   redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
+    if trace then redis.call('HSET', key, 'canceled_by', trace) end
     -- A cancel-requested run is no longer selectable by cancel_many (or cancel_batch).
     zrem_later(workflow_cancelable_key(run[3]), run_id)
     if run.batch then zrem_later(batches().cancelable_key(run.batch), run_id) end
