@@ -300,9 +300,11 @@ class PostgresBackend:
         """See ``Backend.release``."""
         await self._ending(lambda ops: ops.release(leases, now, attempt_used))
 
-    async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
+    async def cancel(
+        self, run_id: str, reason: str | None, now: float, trace_context: str | None = None
+    ) -> CancelResult:
         """See ``Backend.cancel``."""
-        return await self._transact(lambda ops: ops.cancel(run_id, reason, now))
+        return await self._transact(lambda ops: ops.cancel(run_id, reason, now, trace_context))
 
     async def cancel_many(
         self, before: float | None, workflow: str | None, reason: str | None, limit: int, now: float

@@ -133,14 +133,14 @@ SELECT least(
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the arrays :ids, :tokens and :reported
 -- (progress JSON text or null, which keeps the stored progress); a run set aside has
--- lost its lease.
+-- lost its lease. canceled_by is NULL unless a cancel was requested.
 UPDATE runs SET lease_expires_at = %(expires_at)s,
     progress = coalesce(lease.reported, runs.progress)
 FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(reported)s::text[])
     AS lease (run_id, token, reported)
 WHERE runs.id = lease.run_id AND runs.lease_token = lease.token AND runs.status = 'running'
     AND NOT runs.set_aside
-RETURNING runs.id, runs.lease_token, runs.cancel_requested;
+RETURNING runs.id, runs.lease_token, runs.cancel_requested, runs.canceled_by;
 
 -- name: held_lease
 -- The run :id if it is running under lease :token (no row: the lease is not held), locked.
@@ -307,9 +307,11 @@ SELECT id FROM runs WHERE parent_run_id = %(id)s ORDER BY created_at, id;
 SELECT status, cancel_requested FROM runs WHERE id = %(id)s FOR UPDATE;
 
 -- name: request_cancel
--- Flag running run :id for cancellation; the first :reason given is kept.
+-- Flag running run :id for cancellation; the first :reason and :canceled_by (the trace
+-- context of the cancel, or null) given are kept.
 UPDATE runs SET
     cancel_reason = CASE WHEN cancel_requested THEN cancel_reason ELSE %(reason)s END,
+    canceled_by = CASE WHEN cancel_requested THEN canceled_by ELSE %(canceled_by)s END,
     cancel_requested = true
 WHERE id = %(id)s AND status = 'running';
 

@@ -1,4 +1,4 @@
--- Migration 0002: what SQLite's migrations 0013 and 0014 added, runs set aside, and
+-- Migration 0002: what SQLite's migrations 0013 to 0015 added, runs set aside, and
 -- counts as wide as the other backends store them.
 --
 -- Each cron trigger's latest run, judged by its overlap policy at the next tick, and the
@@ -52,3 +52,7 @@ ALTER TABLE batches
     ALTER COLUMN succeeded TYPE bigint,
     ALTER COLUMN failed TYPE bigint,
     ALTER COLUMN canceled TYPE bigint;
+
+-- The trace context of the cancel of a running run (its renewal hands it to the worker,
+-- which links the execution it ends to it; SQLite migration 0015).
+ALTER TABLE runs ADD COLUMN canceled_by text;

@@ -104,21 +104,29 @@ class Ending(Batches):
                 self.woken.add(str(row["queue"]))
         await self._joined(rows, now)
 
-    async def cancel(self, run_id: str, reason: str | None, now: float) -> CancelResult:
-        """Cancel one run: end it if not started, flag it if running."""
+    async def cancel(
+        self, run_id: str, reason: str | None, now: float, trace_context: str | None = None
+    ) -> CancelResult:
+        """Cancel one run: end it if not started, flag it if running (keeping the trace
+        context of the cancel for the renewal to hand to its worker)."""
         row = await self._one("run_status", id=run_id)
         if row is None:
             return "not_found"
         status = str(row["status"])
         if status in TERMINAL_STATES:
             return "finished"
-        return await self._cancel_active(run_id, status, reason, now)
+        return await self._cancel_active(run_id, status, reason, now, trace_context)
 
     async def _cancel_active(
-        self, run_id: str, status: str, reason: str | None, now: float
+        self,
+        run_id: str,
+        status: str,
+        reason: str | None,
+        now: float,
+        trace_context: str | None = None,
     ) -> CancelResult:
         if status == "running":
-            await self._run("request_cancel", id=run_id, reason=reason)
+            await self._run("request_cancel", id=run_id, reason=reason, canceled_by=trace_context)
             return "requested"
         await self._end(run_id, "canceled", now, cancel_reason=reason, cancel_requested=True)
         return "canceled"

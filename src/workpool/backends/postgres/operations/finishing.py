@@ -32,7 +32,8 @@ class Finishing(Ending):
         progress: Mapping[str, str] | None = None,
     ) -> RenewResult:
         """Extend held leases in one statement, storing their runs' ``progress``; report
-        the others lost and the held ones cancel-requested."""
+        the others lost and the held ones cancel-requested (with their canceller's trace
+        context)."""
         reported = progress or {}
         ordered = sorted(leases, key=lambda lease: lease.run_id)
         rows = await self._all(
@@ -45,7 +46,12 @@ class Finishing(Ending):
         renewed = {(row["id"], row["lease_token"]): bool(row["cancel_requested"]) for row in rows}
         lost = {lease.run_id for lease in leases if (lease.run_id, lease.token) not in renewed}
         canceled = {run_id for (run_id, _), requested in renewed.items() if requested}
-        return RenewResult(lost=frozenset(lost), cancel_requested=frozenset(canceled))
+        canceled_by = {
+            str(row["id"]): str(row["canceled_by"])
+            for row in rows
+            if row["cancel_requested"] and row["canceled_by"] is not None
+        }
+        return RenewResult(frozenset(lost), frozenset(canceled), canceled_by)
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
         """Apply each entry whose lease is held; False for the others. The gates their
