@@ -335,7 +335,7 @@ SELECT
     timeout, progress, batch_id,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted,
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
     CASE WHEN set_aside THEN 2 WHEN isolate THEN 1 ELSE 0 END AS isolate
 FROM runs WHERE id = %(id)s;
 
@@ -792,7 +792,7 @@ SELECT
     timeout, progress, batch_id,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
 FROM runs WHERE id = ANY(%(ids)s::text[]);
 
 -- name: set_aside
