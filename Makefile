@@ -2,7 +2,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types imports unit bench clean chromium
+.PHONY: demo test lint types imports unit bench clean chromium postgresql
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -35,9 +35,19 @@ chromium:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# The PostgreSQL backend's tests start their own server (tests/postgres_server.py: initdb
+# into a temporary directory, pg_ctl on a free port) with Debian's PostgreSQL binaries,
+# installed with apt when no initdb is found (the test session never uses a running one).
+postgresql:
+	@{ command -v pg_config >/dev/null 2>&1 && test -x "$$(pg_config --bindir)/initdb"; } || \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+		echo "installing Debian's postgresql for the PostgreSQL backend's tests"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
+
 # Two test processes: each starts its own redis-server; tests wait on I/O far more than
 # they compute, so this halves the time on 2 cores. A single test: .venv/bin/pytest PATH.
-test: lint types imports chromium
+test: lint types imports chromium postgresql
 	$(VENV)/bin/pytest -q -n 2
 
 # The benchmark suite (docs/benchmarks.md): `make bench`, `make bench-quick` (under 2 min),

@@ -1,19 +1,28 @@
-"""Fixtures shared by every test: a real Redis server, backends on both stores, a clock."""
+"""Fixtures shared by every test: real Redis and PostgreSQL servers, backends on every
+store, a clock."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 import redis
 
+from tests.postgres_server import PostgresServer
 from tests.redis_server import RedisServer
 from workpool.backends import open_backend
 from workpool.backends.base import Backend
+from workpool.backends.postgres.migrate import migrate_url
 from workpool.clock import ManualClock
 
-BACKEND_NAMES = ["sqlite", "redis"]
+BACKEND_NAMES = ["sqlite", "redis", "postgres"]
+
+_schema_numbers = itertools.count(1)
+"""A fresh schema of the session's PostgreSQL database for each test (one server per
+test process, so the numbers do not collide)."""
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +38,19 @@ def redis_server_url() -> Iterator[str]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A private PostgreSQL cluster for this test session; started only if a test needs it."""
+    try:
+        server = PostgresServer().start()
+    except RuntimeError as error:
+        pytest.fail(str(error))
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
 @pytest.fixture(params=BACKEND_NAMES, ids=BACKEND_NAMES)
 def backend_name(request: pytest.FixtureRequest) -> str:
     """The name of the backend under test: each test using it runs once per backend."""
@@ -41,6 +63,13 @@ def backend_url(backend_name: str, tmp_path: Path, request: pytest.FixtureReques
     """A URL naming an empty store of the backend under test."""
     if backend_name == "sqlite":
         return f"sqlite:///{tmp_path}/workpool.db"
+    if backend_name == "postgres":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        schema_url = server.url(schema=f"test_{next(_schema_numbers)}")
+        # Made here, as `workpool migrate` would: the first open of a new schema creates
+        # its tables, which on a loaded machine takes long enough to eat a test's timings.
+        asyncio.run(migrate_url(schema_url))
+        return schema_url
     url: str = request.getfixturevalue("redis_server_url")
     client = redis.Redis.from_url(url)
     try:

@@ -35,8 +35,10 @@ class Workpool(Client):
     """A pool of durable workflows over one backend.
 
     Args:
-        url: ``sqlite:///path.db`` or ``redis://[:password@]host:port/db`` (``rediss://``
-            for TLS). Defaults to ``$WORKPOOL_URL``, else ``sqlite:///workpool.db``.
+        url: ``sqlite:///path.db``, ``redis://[:password@]host:port/db`` (``rediss://``
+            for TLS) or ``postgresql://user@host/database?schema=name`` (``schema``:
+            default ``workpool``). Defaults to ``$WORKPOOL_URL``, else
+            ``sqlite:///workpool.db``.
         prefix: namespace of every Redis key, so pools can share a server.
         app: name of the application that defines these workflows (needed by workers).
         retry_by_default: whether runs retry when neither the run nor its workflow says.

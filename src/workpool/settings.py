@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from workpool.backends import DEFAULT_URL, sqlite_synchronous
+from workpool.backends import DEFAULT_URL, postgres_schema, sqlite_synchronous
 from workpool.clock import Clock, SystemClock
 from workpool.errors import ConfigurationError
 from workpool.options import RetryPolicy
@@ -26,7 +26,7 @@ class Settings:
     """What every layer needs to know of a pool's configuration (see ``Workpool``)."""
 
     url: str
-    """The backend's URL (``sqlite:///...`` or ``redis://...``)."""
+    """The backend's URL (``sqlite:///...``, ``redis://...`` or ``postgresql://...``)."""
     prefix: str = "workpool"
     """Namespace of every Redis key."""
     app: str | None = None
@@ -118,8 +118,10 @@ def _check_url(url: str) -> None:
     lowered = url.lower()
     if lowered.startswith("sqlite:"):
         sqlite_synchronous(url)  # checks the path and the options
+    elif lowered.startswith(("postgresql://", "postgres://")):
+        postgres_schema(url)  # checks the schema option
     elif not lowered.startswith(("redis://", "rediss://")):
         raise ConfigurationError(
-            f"unsupported backend URL {url!r}: use sqlite:///path/to.db or "
-            "redis://host:port/db (rediss:// for TLS)"
+            f"unsupported backend URL {url!r}: use sqlite:///path/to.db, "
+            "redis://host:port/db (rediss:// for TLS) or postgresql://user@host/database"
         )

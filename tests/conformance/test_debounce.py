@@ -4,7 +4,9 @@ never touched."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -164,3 +166,19 @@ async def test_a_debounced_run_has_no_idempotency_key_nor_batch(
         with pytest.raises(ValueError, match="debounced"):
             await backend.enqueue([run], now)
         assert await backend.get_run(run.id) is None
+
+
+async def test_concurrent_debounced_enqueues_of_one_key_store_one_run(
+    backend_factory: Callable[[], Awaitable[Backend]], clock: ManualClock
+) -> None:
+    instances = [await backend_factory() for _ in range(5)]
+    now = clock.now()
+    runs = [debounced(now, f'{{"n": {n}}}') for n in range(len(instances))]
+
+    results = await asyncio.gather(
+        *(instance.enqueue([run], now) for instance, run in zip(instances, runs, strict=True))
+    )
+
+    outcomes = [result[0] for result in results]
+    assert sum(outcome.created for outcome in outcomes) == 1
+    assert len({outcome.run_id for outcome in outcomes}) == 1

@@ -7,6 +7,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
 import redis
 
@@ -22,12 +23,13 @@ from workpool import (
     Workpool,
 )
 from workpool.backends import sqlite_path
+from workpool.backends.postgres.url import parse_postgres_url
 from workpool.backends.redis.keys import Keys
 
 
 @pytest.mark.parametrize(
     "url",
-    ["postgres://localhost/db", "sqlite:/relative.db", "sqlite:///", "http://x", "nonsense"],
+    ["mysql://localhost/db", "sqlite:/relative.db", "sqlite:///", "http://x", "nonsense"],
 )
 def test_malformed_urls_are_refused_with_the_accepted_forms(url: str) -> None:
     with pytest.raises(ConfigurationError, match=r"sqlite:///"):
@@ -89,6 +91,15 @@ def corrupt_stored_field(url: str, run_id: str, field: str) -> None:
         assert field in ("input", "retry")  # column names cannot be bound as parameters
         with sqlite3.connect(sqlite_path(url)) as connection:
             connection.execute(f"UPDATE runs SET {field} = '{{broken' WHERE id = ?", (run_id,))
+        return
+    if url.startswith("postgres"):
+        assert field in ("input", "retry")
+        target = parse_postgres_url(url)
+        with psycopg.connect(target.conninfo) as connection:
+            connection.execute(
+                f"UPDATE {target.schema}.runs SET {field} = '{{broken' WHERE id = %s",
+                (run_id,),
+            )
         return
     client = redis.Redis.from_url(url)
     try:

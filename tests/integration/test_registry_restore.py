@@ -1,8 +1,9 @@
 """Live workers put back the registry records a store lost (issue 23, defect 5).
 
-A Redis restarted without persistence, a FLUSHALL, or rows deleted from SQLite's
-``workflows`` table leave the registry empty while workers still serve: ``workpool
-workflows`` would say nothing is registered and ``run_by_name`` would take any name.
+A Redis restarted without persistence, a FLUSHALL, or rows deleted from SQLite's (or
+PostgreSQL's) ``workflows`` table leave the registry empty while workers still serve:
+``workpool workflows`` would say nothing is registered and ``run_by_name`` would take
+any name.
 Each live worker's heartbeat notices that its records are missing and restores them.
 """
 
@@ -12,8 +13,10 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 import redis
+from psycopg import sql
 
 from tests.cli.helpers import workpool
 from tests.integration.processes import Workers
@@ -21,6 +24,7 @@ from tests.polling import wait_until
 from tests.redis_server import RedisServer
 from workpool import UnknownWorkflowError, Workpool
 from workpool.backends import sqlite_path
+from workpool.backends.postgres.url import parse_postgres_url
 from workpool.worker.registration import HEARTBEAT_EVERY
 
 DEFINED = ["chore", "completed", "sleepy"]
@@ -42,13 +46,20 @@ async def wait_until_registered(pool: Workpool, limit: float) -> None:
 
 def lose_the_registry(url: str) -> None:
     """Delete every registry record as a lost store would: FLUSHALL on Redis (the
-    worker records go too), the table's rows on SQLite."""
+    worker records go too), the table's rows on SQLite and PostgreSQL."""
     if url.startswith("redis"):
         client = redis.Redis.from_url(url)
         try:
             client.flushall()
         finally:
             client.close()
+        return
+    if url.startswith("postgres"):
+        target = parse_postgres_url(url)
+        with psycopg.connect(target.conninfo) as server:
+            server.execute(
+                sql.SQL("DELETE FROM {}").format(sql.Identifier(target.schema, "workflows"))
+            )
         return
     with sqlite3.connect(sqlite_path(url)) as connection:
         connection.execute("DELETE FROM workflows")

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import timedelta
+from typing import Any
 
+import psycopg
 import redis
+from psycopg import sql
 
 from tests.integration.conftest import fast_worker
 from workpool import RunContext, Workpool
+from workpool.backends.postgres.url import parse_postgres_url
 from workpool.clock import ManualClock
 from workpool.worker.housekeeping import Housekeeper
 
@@ -33,12 +37,24 @@ def storage(url: str) -> dict[str, int]:
             return {**counts, "pages in use": pages - free}
         finally:
             connection.close()
+    if url.startswith("postgres"):
+        target = parse_postgres_url(url)
+        tables = ("runs", "steps", "idempotency_keys", "gates", "limiters", "run_pairs")
+        with psycopg.connect(target.conninfo) as database:
+            return {table: count_rows(database, f"{target.schema}.{table}") for table in tables}
     client = redis.Redis.from_url(url)
     try:
         keys = [key.decode() for key in client.scan_iter(count=1000)]
         return {"keys": sum(1 for key in keys if ":stats" not in key)}
     finally:
         client.close()
+
+
+def count_rows(connection: psycopg.Connection[tuple[Any, ...]], table: str) -> int:
+    """The rows of a table (PostgreSQL's files shrink only at VACUUM FULL: rows are what
+    retention bounds, and autovacuum makes their space reusable)."""
+    row = connection.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.SQL(table))).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 async def a_batch(pool: Workpool, count: int, start: int) -> None:

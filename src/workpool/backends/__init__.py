@@ -16,7 +16,10 @@ async def open_backend(url: str, *, prefix: str = "workpool") -> Backend:
 
     ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (add
     ``?synchronous=normal`` to trade the last commits on power loss for speed),
-    ``redis://[[user]:password@]host[:port][/db]`` and ``rediss://`` (TLS).
+    ``redis://[[user]:password@]host[:port][/db]`` and ``rediss://`` (TLS),
+    ``postgresql://[user[:password]@][host][:port]/database[?schema=name&...]`` (or
+    ``postgres://``; ``schema``, default ``workpool``, lets several pools share a
+    database; the other options are libpq's).
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme == "sqlite":
@@ -27,8 +30,13 @@ async def open_backend(url: str, *, prefix: str = "workpool") -> Backend:
         from workpool.backends.redis.backend import RedisBackend
 
         return await RedisBackend.open(url, prefix=prefix)
+    if scheme in ("postgresql", "postgres"):
+        from workpool.backends.postgres.backend import PostgresBackend
+
+        return await PostgresBackend.open(url)
     raise ConfigurationError(
-        f"unsupported backend URL {url!r}: use sqlite:///path/to.db or redis://host:port/db"
+        f"unsupported backend URL {url!r}: use sqlite:///path/to.db, redis://host:port/db "
+        "or postgresql://user@host/database"
     )
 
 
@@ -81,6 +89,19 @@ def describe_store(url: str, *, prefix: str = "workpool") -> str:
     if url.lower().startswith("sqlite:"):
         query = urlsplit(url).query
         return f"sqlite:///{sqlite_path(url).resolve()}" + (f"?{query}" if query else "")
+    if urlsplit(url).scheme.lower() in ("postgresql", "postgres"):
+        from workpool.backends.postgres.url import describe_postgres_url, parse_postgres_url
+
+        schema = parse_postgres_url(url).schema
+        return f"{describe_postgres_url(url)} (schema {schema})"
     from workpool.backends.redis.backend import describe_url
 
     return f"{describe_url(url)} (prefix {prefix})"
+
+
+def postgres_schema(url: str) -> str:
+    """The schema a ``postgresql://`` URL names (``?schema=``, default ``workpool``);
+    ConfigurationError if it is no plain lower-case identifier."""
+    from workpool.backends.postgres.url import parse_postgres_url
+
+    return parse_postgres_url(url).schema

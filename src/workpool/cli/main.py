@@ -6,6 +6,7 @@ import click
 
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
+from workpool.cli.migrate import migrate
 from workpool.cli.queues import queues
 from workpool.cli.runs import runs, steps
 from workpool.cli.stats import stats, workflows
@@ -15,7 +16,7 @@ from workpool.cli.worker import worker
 @click.group()
 @click.version_option(package_name="workpool")
 def cli() -> None:
-    """workpool: durable functions on SQLite or Redis."""
+    """workpool: durable functions on SQLite, PostgreSQL or Redis."""
 
 
 cli.add_command(worker)
@@ -26,6 +27,7 @@ cli.add_command(stats)
 cli.add_command(workflows)
 cli.add_command(cron)
 cli.add_command(dashboard)
+cli.add_command(migrate)
 
 
 def main() -> None:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 from workpool.backends.base import (
     BatchRecord,
@@ -38,6 +37,12 @@ EARLIEST, LATEST = -62135596800.0, 253402300799.0
 """The times a run may hold (years 1 to 9999: what datetime reads)."""
 
 
+class Row(Protocol):
+    """A row read by column name: ``sqlite3.Row``, or a dict (the PostgreSQL backend's)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
 def _corrupt(run_id: object, field: str, value: object, expected: str) -> CorruptRecordError:
     return CorruptRecordError(
         f"run {run_id}: column {field!r} holds {value!r}, expected {expected}; the stored "
@@ -45,7 +50,7 @@ def _corrupt(run_id: object, field: str, value: object, expected: str) -> Corrup
     )
 
 
-def text(row: sqlite3.Row, field: str) -> str:
+def text(row: Row, field: str) -> str:
     """A required TEXT column."""
     value = row[field]
     if not isinstance(value, str):
@@ -53,12 +58,12 @@ def text(row: sqlite3.Row, field: str) -> str:
     return value
 
 
-def optional_text(row: sqlite3.Row, field: str) -> str | None:
+def optional_text(row: Row, field: str) -> str | None:
     """A nullable TEXT column."""
     return None if row[field] is None else text(row, field)
 
 
-def integer(row: sqlite3.Row, field: str) -> int:
+def integer(row: Row, field: str) -> int:
     """A required INTEGER column (booleans stored as 0/1 included), within +-MAX_COUNT."""
     value = row[field]
     if not isinstance(value, int) or abs(value) > MAX_COUNT:
@@ -66,7 +71,7 @@ def integer(row: sqlite3.Row, field: str) -> int:
     return value
 
 
-def number(row: sqlite3.Row, field: str) -> float:
+def number(row: Row, field: str) -> float:
     """A required REAL column: a finite number."""
     value = row[field]
     if not isinstance(value, int | float) or not math.isfinite(value):
@@ -74,7 +79,7 @@ def number(row: sqlite3.Row, field: str) -> float:
     return float(value)
 
 
-def time(row: sqlite3.Row, field: str) -> float:
+def time(row: Row, field: str) -> float:
     """A required REAL column holding a time (in years 1 to 9999)."""
     value = number(row, field)
     if not EARLIEST <= value <= LATEST:
@@ -82,17 +87,17 @@ def time(row: sqlite3.Row, field: str) -> float:
     return value
 
 
-def optional_number(row: sqlite3.Row, field: str) -> float | None:
+def optional_number(row: Row, field: str) -> float | None:
     """A nullable REAL column."""
     return None if row[field] is None else number(row, field)
 
 
-def optional_time(row: sqlite3.Row, field: str) -> float | None:
+def optional_time(row: Row, field: str) -> float | None:
     """A nullable REAL column holding a time."""
     return None if row[field] is None else time(row, field)
 
 
-def flag(row: sqlite3.Row, field: str) -> bool:
+def flag(row: Row, field: str) -> bool:
     """A 0/1 INTEGER column."""
     value = integer(row, field)
     if value not in (0, 1):
@@ -100,7 +105,7 @@ def flag(row: sqlite3.Row, field: str) -> bool:
     return value == 1
 
 
-def run_record(row: sqlite3.Row) -> RunRecord:
+def run_record(row: Row) -> RunRecord:
     """A ``get_run`` row as a RunRecord."""
     status = text(row, "status")
     if status not in _STATES:
@@ -138,7 +143,7 @@ def run_record(row: sqlite3.Row) -> RunRecord:
     )
 
 
-def run_problem(row: sqlite3.Row) -> str | None:
+def run_problem(row: Row) -> str | None:
     """What is wrong with a ``runs_to_check`` row (its CorruptRecordError's message), or
     None when a claim, a reap and every later read can trust it."""
     try:
@@ -156,7 +161,7 @@ def run_problem(row: sqlite3.Row) -> str | None:
     return None
 
 
-def checked_run(row: sqlite3.Row) -> RunRecord:
+def checked_run(row: Row) -> RunRecord:
     """A ``get_run`` row as a RunRecord; CorruptRecordError for a run whose record is
     corrupt, as a claim would find it (run_problem), or that a claim set aside."""
     problem = run_problem(row)
@@ -170,7 +175,7 @@ def checked_run(row: sqlite3.Row) -> RunRecord:
     return run_record(row)
 
 
-def claimed_run(row: sqlite3.Row) -> ClaimedRun:
+def claimed_run(row: Row) -> ClaimedRun:
     """A ``claim_queued`` row as a ClaimedRun."""
     return ClaimedRun(
         lease=Lease(run_id=text(row, "id"), token=text(row, "lease_token")),
@@ -192,7 +197,7 @@ def claimed_run(row: sqlite3.Row) -> ClaimedRun:
     )
 
 
-def step_record(row: sqlite3.Row) -> StepRecord:
+def step_record(row: Row) -> StepRecord:
     """A ``get_steps`` row as a StepRecord; CorruptRecordError names the run and step."""
     kind, status = row["kind"], row["status"]
     if kind not in _STEP_KINDS or status not in _STEP_STATES:
@@ -219,7 +224,7 @@ def step_record(row: sqlite3.Row) -> StepRecord:
         ) from error
 
 
-def workflow_info(row: sqlite3.Row) -> WorkflowInfo:
+def workflow_info(row: Row) -> WorkflowInfo:
     """A ``list_workflows`` row as a WorkflowInfo."""
     limit = row["max_concurrency"]
     return WorkflowInfo(
@@ -251,7 +256,7 @@ def encode_hooks(hooks: Sequence[CompletionHook]) -> str:
     return json.dumps(items)
 
 
-def decode_hooks(row: sqlite3.Row, field: str = "hooks") -> list[CompletionHook]:
+def decode_hooks(row: Row, field: str = "hooks") -> list[CompletionHook]:
     """The ``hooks`` column of a row (or a column stored alike) back as CompletionHooks."""
     raw = text(row, field)
     try:
@@ -291,7 +296,7 @@ def _hook(item: dict[str, Any]) -> CompletionHook:
     )
 
 
-def hook_input(ended: sqlite3.Row, context: str) -> str:
+def hook_input(ended: Row, context: str) -> str:
     """The JSON input of a hook run for a run that just ended (an ``end_run`` row).
 
     ``{"run_id", "workflow", "context", "result"}`` in that order, with stored JSON
@@ -314,7 +319,7 @@ def hook_input(ended: sqlite3.Row, context: str) -> str:
     return json.dumps(document, separators=(",", ":"))
 
 
-def batch_record(row: sqlite3.Row) -> BatchRecord:
+def batch_record(row: Row) -> BatchRecord:
     """A ``get_batch`` row (or one alike) as a BatchRecord."""
     return BatchRecord(
         id=text(row, "id"),
@@ -343,7 +348,7 @@ def batch_input(batch: BatchRecord, context: str, failed_run_ids: list[str]) -> 
     return json.dumps(document, separators=(",", ":"))
 
 
-def _json_value(row: sqlite3.Row, field: str, stored: str | None) -> Any:
+def _json_value(row: Row, field: str, stored: str | None) -> Any:
     """Parse stored JSON text (None stays None)."""
     if stored is None:
         return None
@@ -353,7 +358,7 @@ def _json_value(row: sqlite3.Row, field: str, stored: str | None) -> Any:
         raise _corrupt(row["id"], field, stored, "JSON text") from exc
 
 
-def worker_record(row: sqlite3.Row) -> WorkerRecord:
+def worker_record(row: Row) -> WorkerRecord:
     """A ``live_workers`` row as a WorkerRecord."""
     return WorkerRecord(
         id=text(row, "id"),

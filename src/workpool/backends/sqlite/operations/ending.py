@@ -158,7 +158,7 @@ class Ending(Batches):
         return len(rows)
 
 
-def child_outcome(row: sqlite3.Row) -> tuple[StepStatus, str | None, str | None]:
+def child_outcome(row: records.Row) -> tuple[StepStatus, str | None, str | None]:
     """The status, output and error a parent's step takes from its ended child."""
     status = records.text(row, "status")
     if status == "succeeded":

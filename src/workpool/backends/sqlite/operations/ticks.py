@@ -78,8 +78,8 @@ def _skip_reason(tick: NewTick, latest: sqlite3.Row) -> SkipReason | None:
     return "buffer_full" if waiting else None
 
 
-def skipped_tick(row: sqlite3.Row) -> SkippedTickRecord:
-    """A ``skipped_ticks`` row as a record."""
+def skipped_tick(row: records.Row) -> SkippedTickRecord:
+    """A ``skipped_ticks`` row as a record (of SQLite or PostgreSQL)."""
     reason: SkipReason = "buffer_full" if row["reason"] == "buffer_full" else "previous_run_active"
     return SkippedTickRecord(
         workflow=records.text(row, "workflow"),

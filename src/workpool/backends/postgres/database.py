@@ -1,0 +1,86 @@
+"""The backend's connections: a pool (``pool.py``) of psycopg async connections on the
+pool's schema, and the transaction every operation runs in.
+
+Every connection has ``search_path`` set to the schema (libpq's ``options``), so the
+queries name tables without it. ``open`` connects once on its own first, so an
+unreachable server or a bad URL fails at once, and migrates the schema on that
+connection. A transaction that PostgreSQL aborts to break a deadlock between two
+operations (each locks rows the other needs) wrote nothing, so it is run again, up to
+``DEADLOCK_RETRIES`` times; any other lost connection is the caller's outage
+(``BackendUnavailableError``), as a Redis or SQLite error is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import psycopg
+from psycopg import AsyncConnection, errors
+from psycopg.rows import DictRow
+
+from workpool.backends.postgres.migrate import migrate
+from workpool.backends.postgres.pool import ConnectionPool
+from workpool.backends.postgres.url import PostgresTarget, unavailable
+
+T = TypeVar("T")
+
+POOL_SIZE = 10
+"""Most connections of one backend: a worker's claims, renewals and finishes overlap."""
+CONNECT_SECONDS = 10.0
+"""How long opening a connection, or waiting for a pooled one, may take."""
+DEADLOCK_RETRIES = 20
+"""How many times a transaction aborted by a deadlock or serialization failure is re-run."""
+
+
+class Database:
+    """A pool of connections to one schema, and transactions on it."""
+
+    def __init__(self, target: PostgresTarget, pool: ConnectionPool) -> None:
+        self.target = target
+        self._pool = pool
+
+    @classmethod
+    async def open(cls, target: PostgresTarget) -> Database:
+        """Connect, and migrate the schema on that first connection (kept in the pool);
+        BackendUnavailableError if the server cannot be reached or the schema is newer
+        than this workpool."""
+        pool = ConnectionPool(target, POOL_SIZE, CONNECT_SECONDS)
+        try:
+            async with pool.connection() as connection:
+                await migrate(connection, target.schema)
+        except psycopg.Error as error:
+            await pool.close()
+            raise unavailable(target, error) from error
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(target, pool)
+
+    async def transaction(
+        self, work: Callable[[AsyncConnection[DictRow]], Awaitable[T]], *, urgent: bool = False
+    ) -> T:
+        """Run ``work`` in one transaction on a pooled connection and commit; again if
+        PostgreSQL aborted it to break a deadlock. ``urgent``: on a connection kept for
+        operations that must not wait behind the others (see ``pool``)."""
+        attempt = 0
+        while True:
+            try:
+                async with (
+                    self._pool.connection(urgent=urgent) as connection,
+                    connection.transaction(),
+                ):
+                    return await work(connection)
+            except (errors.DeadlockDetected, errors.SerializationFailure) as error:
+                attempt += 1
+                if attempt > DEADLOCK_RETRIES:
+                    raise unavailable(self.target, error) from error
+                await asyncio.sleep(random.uniform(0, 0.002 * attempt))
+            except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+                raise unavailable(self.target, error) from error
+
+    async def close(self) -> None:
+        """Close the pool's idle connections (the others as they are given back)."""
+        await self._pool.close()
