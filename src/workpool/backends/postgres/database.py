@@ -13,6 +13,7 @@ operations (each locks rows the other needs) wrote nothing, so it is run again, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -68,11 +69,8 @@ class Database:
         attempt = 0
         while True:
             try:
-                async with (
-                    self._pool.connection(urgent=urgent) as connection,
-                    connection.transaction(),
-                ):
-                    return await work(connection)
+                async with self._pool.connection(urgent=urgent) as connection:
+                    return await _committed(connection, work)
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 attempt += 1
                 if attempt > DEADLOCK_RETRIES:
@@ -84,3 +82,23 @@ class Database:
     async def close(self) -> None:
         """Close the pool's idle connections (the others as they are given back)."""
         await self._pool.close()
+
+
+async def _committed(
+    connection: AsyncConnection[DictRow], work: Callable[[AsyncConnection[DictRow]], Awaitable[T]]
+) -> T:
+    """``work`` and a commit; a rollback if it raised. Cancelled (a Ctrl-C, a timeout)
+    while a command was on the wire, the connection is closed instead: PostgreSQL
+    refuses a rollback until that command's reply is read, and ends the transaction
+    itself when the session goes."""
+    try:
+        result = await work(connection)
+        await connection.commit()
+    except Exception:
+        with contextlib.suppress(psycopg.Error):
+            await connection.rollback()
+        raise
+    except BaseException:
+        await connection.close()
+        raise
+    return result
