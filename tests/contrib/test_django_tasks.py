@@ -35,6 +35,7 @@ from workpool.contrib.django.compat import (  # noqa: E402
     task,
     task_backends,
 )
+from workpool.errors import RunCanceledError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 MANAGE = ROOT / "tests" / "django_project" / "manage.py"
@@ -72,16 +73,20 @@ class Worker:
         self.stderr_path = tmp_path / "worker.stderr"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, *options: str) -> None:
+    def start(
+        self, *options: str, command: tuple[str, ...] = (str(MANAGE), "workpool_worker")
+    ) -> None:
         env = {
             **os.environ,
             "WORKPOOL_URL": self.url,
             "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")]),
         }
         env.pop("DJANGO_SETTINGS_MODULE", None)  # manage.py names it
+        if command[0] != str(MANAGE):
+            env["DJANGO_SETTINGS_MODULE"] = "tests.django_project.settings"
         with self.stderr_path.open("ab") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, str(MANAGE), "workpool_worker", *options],
+                [sys.executable, *command, *options],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -257,3 +262,36 @@ def test_bad_options_are_refused_when_the_backend_is_made(backend_url: str) -> N
         pytest.raises(ImproperlyConfigured, match=r"unknown OPTIONS 'WORKERS'.*URL, APP, PREFIX"),
     ):
         task_backends["default"]
+
+
+async def test_a_canceled_task_reports_failed_with_the_cancel(
+    django_tasks: WorkpoolBackend,
+) -> None:
+    result = await tasks.add.aenqueue(1, 2)  # no worker: it stays queued
+    await django_tasks.pool.cancel(result.id, reason="customer asked")
+    await result.arefresh()
+    assert result.status == TaskResultStatus.FAILED
+    (error,) = result.errors
+    assert error.exception_class is RunCanceledError
+    assert "customer asked" in error.traceback
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+async def test_workpool_worker_runs_the_tasks_of_a_backend_by_its_alias(
+    django_tasks: WorkpoolBackend, worker: Worker
+) -> None:
+    target = "workpool.contrib.django.worker:default"
+    worker.start(command=("-m", "workpool", "worker", target))
+    result = await tasks.add.aenqueue(20, 22)
+    assert (await finished(result, worker)).return_value == 42
+    assert worker.stop() == 0, worker.log()
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+def test_the_command_refuses_a_backend_that_is_not_workpools(
+    django_tasks: WorkpoolBackend, worker: Worker
+) -> None:
+    worker.start("--backend", "nope")
+    assert worker.process is not None
+    assert worker.process.wait(timeout=30) == 1
+    assert "CommandError: TASKS has no backend 'nope': it has default" in worker.log()

@@ -117,8 +117,9 @@ def exception_class_path(error: RunError) -> str:
 
     The record keeps the class's name only; its traceback ends with the line that
     Python writes for the exception, ``module.Class: message`` (``Class`` alone for a
-    builtin), found there by the message that follows it. Errors stored without a
-    traceback are workpool's own (a lost worker, a time limit) or builtins.
+    builtin), found there by the message that follows it. An error stored without a
+    traceback is workpool's own: its class if it has one (``RunTimeoutError``), else
+    ``WorkpoolError`` (a lost worker's ``WorkerLostError`` is a name only).
     """
     suffix = f": {error.message}" if error.message else ""
     text = (error.traceback or "").rstrip("\n")
@@ -133,4 +134,6 @@ def exception_class_path(error: RunError) -> str:
     for module in (errors, builtins):
         if isinstance(getattr(module, error.type, None), type):
             return f"{module.__name__}.{error.type}"
+    if error.traceback is None:  # named by workpool, with no class (WorkerLostError)
+        return f"{errors.__name__}.{errors.WorkpoolError.__name__}"
     return error.type

@@ -6,6 +6,7 @@ backend's QUEUES unless ``--queues`` is given."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, NoReturn
 
 from django.core.management.base import BaseCommand, CommandError
@@ -30,7 +31,8 @@ class Command(BaseCommand):
         try:
             pool_of(known.backend)
         except LookupError as error:
-            raise CommandError(str(error)) from error
+            self.stderr.write(f"CommandError: {error}")  # as Django reports one
+            sys.exit(CommandError(error).returncode)
         if not any(option == "--queues" or option.startswith("--queues=") for option in rest):
             queues = task_backends[known.backend].queues
             rest = ["--queues", ",".join(sorted(queues) or ["default"]), *rest]
