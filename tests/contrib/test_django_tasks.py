@@ -34,6 +34,7 @@ from workpool.contrib.django.compat import (  # noqa: E402
     TaskResultStatus,
     task,
     task_backends,
+    task_enqueued,
 )
 from workpool.errors import RunCanceledError  # noqa: E402
 
@@ -267,7 +268,17 @@ def test_bad_options_are_refused_when_the_backend_is_made(backend_url: str) -> N
 async def test_a_canceled_task_reports_failed_with_the_cancel(
     django_tasks: WorkpoolBackend,
 ) -> None:
-    result = await tasks.add.aenqueue(1, 2)  # no worker: it stays queued
+    sent: list[TaskResult[Any]] = []
+
+    def receive(sender: type[object], task_result: TaskResult[Any], **_: object) -> None:
+        sent.append(task_result)
+
+    task_enqueued.connect(receive)
+    try:
+        result = await tasks.add.aenqueue(1, 2)  # no worker: it stays queued
+    finally:
+        task_enqueued.disconnect(receive)
+    assert sent == [result]
     await django_tasks.pool.cancel(result.id, reason="customer asked")
     await result.arefresh()
     assert result.status == TaskResultStatus.FAILED
@@ -284,6 +295,17 @@ async def test_workpool_worker_runs_the_tasks_of_a_backend_by_its_alias(
     worker.start(command=("-m", "workpool", "worker", target))
     result = await tasks.add.aenqueue(20, 22)
     assert (await finished(result, worker)).return_value == 42
+    assert worker.stop() == 0, worker.log()
+
+
+@pytest.mark.parametrize("backend_name", ["sqlite"])
+async def test_the_command_runs_several_processes_under_a_supervisor(
+    django_tasks: WorkpoolBackend, worker: Worker
+) -> None:
+    worker.start("--processes", "2")  # each a fresh `python -m workpool worker ...`
+    results = [await tasks.add.aenqueue(n, n) for n in range(4)]
+    for n, result in enumerate(results):
+        assert (await finished(result, worker)).return_value == 2 * n
     assert worker.stop() == 0, worker.log()
 
 
