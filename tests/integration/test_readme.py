@@ -53,8 +53,9 @@ NOT_RUN: dict[str, str] = {
 }
 """Blocks marked ``not run``, each with the reason: keep this empty, or say why."""
 
-FILES = {"shop.py"}
-"""Blocks marked ``file``: each has a test of its own below."""
+FILES = {"shop.py", "django/mysite/settings.py", "django/orders/tasks.py", "django/checkout.py"}
+"""Blocks marked ``file``: each has a test of its own (below; the Django project's in
+tests/contrib/test_django_readme.py)."""
 
 MARKER = re.compile(r"^<!--\s*(example|continues|file|not run):\s*(.*?)\s*-->$")
 START_DEADLINE = 30.0

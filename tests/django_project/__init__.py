@@ -1,0 +1,1 @@
+"""A Django project whose tasks run on workpool (tests/contrib/test_django_tasks.py)."""
