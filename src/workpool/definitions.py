@@ -17,7 +17,7 @@ from workpool.handles import RunHandle
 from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
-from workpool.sync import Portal, refuse_in_event_loop
+from workpool.sync import Portal, call_sync, refuse_in_event_loop
 from workpool.validation import (
     check_count,
     check_name,
@@ -171,8 +171,11 @@ class Enqueuer(Protocol):
         """The event loop of the ``*_sync`` methods."""
         ...
 
-    async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
-        """Store runs in one backend operation; their handles, in order."""
+    async def enqueue_many(
+        self, runs: Sequence[PreparedRun], *, connection: object = None
+    ) -> list[RunHandle[Any]]:
+        """Store runs in one backend operation (in the transaction of ``connection``, if
+        given); their handles, in order."""
         ...
 
 
@@ -310,6 +313,7 @@ class Workflow(Generic[InputT, OutputT]):
         debounce: timedelta | float | None = None,
         debounce_key: str | None = None,
         debounce_max: timedelta | float | None = None,
+        connection: object = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -339,6 +343,9 @@ class Workflow(Generic[InputT, OutputT]):
                 debounced run per workflow).
             debounce_max: the longest a debounced run waits from its first enqueue,
                 however often more come (default: no limit).
+            connection: your open PostgreSQL transaction's connection (psycopg,
+                SQLAlchemy or Django: README "Enqueue in your transaction"): the run is
+                written in that transaction, and exists only once it commits.
         """
         prepared = self.prepare(
             input,
@@ -356,19 +363,22 @@ class Workflow(Generic[InputT, OutputT]):
             debounce_key=debounce_key,
             debounce_max=debounce_max,
         )
-        handles = await self.client.enqueue_many([prepared])
+        handles = await self.client.enqueue_many([prepared], connection=connection)
         return handles[0]
 
-    def run_sync(self, input: InputT, **options: Any) -> RunHandle[OutputT]:
-        """``run`` for synchronous code: blocks until the run is stored.
+    def run_sync(
+        self, input: InputT, *, connection: object = None, **options: Any
+    ) -> RunHandle[OutputT]:
+        """``run`` for synchronous code: blocks until the run is stored (with
+        ``connection=``, a synchronous one, in its transaction, in this thread).
 
         Raises ``SyncCallInEventLoopError`` at once on a thread running an event loop.
         """
         call = f"{self.name}.run"
         refuse_in_event_loop(call)
         prepared = self.prepare(input, **options)
-        handles = self.client.portal.call(self.client.enqueue_many([prepared]), call)
-        return handles[0]
+        enqueue = self.client.enqueue_many([prepared], connection=connection)
+        return call_sync(self.client.portal, enqueue, call, connection)[0]
 
     def decode_input(self, text: str) -> InputT:
         """Turn stored input JSON into the value the handler receives."""
