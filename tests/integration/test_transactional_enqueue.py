@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
@@ -36,7 +36,9 @@ ASYNC_KINDS = ["psycopg-async", "sqlalchemy-async-session", "sqlalchemy-async-co
 
 
 def sqlalchemy_url(server: PostgresServer, driver: str = "psycopg") -> str:
-    return f"postgresql+{driver}://{DATABASE}@/{DATABASE}?host={server.directory}&port={server.port}"
+    return (
+        f"postgresql+{driver}://{DATABASE}@/{DATABASE}?host={server.directory}&port={server.port}"
+    )
 
 
 def configure_django(server: PostgresServer) -> None:
@@ -284,8 +286,10 @@ async def test_sqlite_and_redis_pools_refuse_a_connection(
     tmp_path: Any,
     request: pytest.FixtureRequest,
 ) -> None:
-    url = f"sqlite:///{tmp_path}/w.db" if store == "sqlite" else request.getfixturevalue(
-        "redis_server_url"
+    url = (
+        f"sqlite:///{tmp_path}/w.db"
+        if store == "sqlite"
+        else request.getfixturevalue("redis_server_url")
     )
     other = Workpool(url, app="tests")
 
@@ -337,7 +341,27 @@ async def test_what_cannot_be_joined_is_refused_with_what_to_do(
 
     with pytest.raises(ConfigurationError, match=r"outside transaction\.atomic\(\)"):
         await asyncio.to_thread(outside_atomic)
-    with psycopg.connect(conninfo) as sync_connection:
-        with pytest.raises(TypeError, match="in async code it would block the event loop"):
-            await noop.run(1, connection=sync_connection)
+    blocking = pytest.raises(TypeError, match="in async code it would block the event loop")
+    with psycopg.connect(conninfo) as sync_connection, blocking:
+        await noop.run(1, connection=sync_connection)
     assert len((await pool.list_runs()).runs) == 1
+
+
+async def test_a_connection_to_another_database_is_refused(
+    pool: Workpool, postgres_server: PostgresServer
+) -> None:
+    @pool.workflow()
+    def noop(ctx: RunContext, x: int) -> int:
+        return x
+
+    conninfo = postgres_server.conninfo()
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as admin:
+        with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+            await admin.execute("CREATE DATABASE elsewhere")
+    other = conninfo.replace(f"dbname={DATABASE}", "dbname=elsewhere")
+    async with await psycopg.AsyncConnection.connect(other) as connection:
+        with pytest.raises(ConfigurationError) as refused:
+            await noop.run(1, connection=connection)
+    assert str(refused.value).startswith(
+        "connection= is on database 'elsewhere', but the pool's URL names 'workpool'"
+    )
