@@ -20,7 +20,7 @@ from sqlalchemy.pool import NullPool
 from tests.integration.conftest import fast_worker
 from tests.postgres_server import DATABASE, PostgresServer
 from workpool import RunContext, Workpool
-from workpool.errors import ConfigurationError, RunNotFoundError
+from workpool.errors import BatchNotFoundError, ConfigurationError, RunNotFoundError
 
 
 @pytest.fixture
@@ -365,3 +365,31 @@ async def test_a_connection_to_another_database_is_refused(
     assert str(refused.value).startswith(
         "connection= is on database 'elsewhere', but the pool's URL names 'workpool'"
     )
+
+
+async def test_batches_many_runs_and_runs_by_name_join_the_transaction_too(
+    pool: Workpool, postgres_server: PostgresServer
+) -> None:
+    @pool.workflow()
+    def double(ctx: RunContext, x: int) -> int:
+        return 2 * x
+
+    def sync_work(connection: Any) -> list[str]:
+        batch = pool.batch_sync([double.prepare(1), double.prepare(2)], connection=connection)
+        many = pool.enqueue_many_sync([double.prepare(3)], connection=connection)
+        by_name = pool.run_by_name_sync("double", 4, connection=connection)
+        return [batch.id, *[handle.id for handle in (*batch.runs, *many, by_name)]]
+
+    for commit in (False, True):
+        batch_id, *run_ids = await in_transaction(
+            "psycopg", postgres_server, commit, sync_work, sync_work
+        )
+        if not commit:
+            with pytest.raises(BatchNotFoundError):
+                await pool.get_batch(batch_id)
+            assert (await pool.list_runs()).runs == []
+
+    async with fast_worker(pool):
+        outputs = [await pool.handle(run_id).result(timeout=30) for run_id in run_ids]
+        assert outputs == [2, 4, 6, 8]
+        assert (await (await pool.get_batch(batch_id)).wait(timeout=30)).succeeded == 2
