@@ -174,8 +174,7 @@ class Enqueuer(Protocol):
     async def enqueue_many(
         self, runs: Sequence[PreparedRun], *, connection: object = None
     ) -> list[RunHandle[Any]]:
-        """Store runs in one backend operation (in the transaction of ``connection``, if
-        given); their handles, in order."""
+        """Store runs in one operation (in ``connection``'s transaction); their handles."""
         ...
 
 
@@ -343,9 +342,7 @@ class Workflow(Generic[InputT, OutputT]):
                 debounced run per workflow).
             debounce_max: the longest a debounced run waits from its first enqueue,
                 however often more come (default: no limit).
-            connection: your open PostgreSQL transaction's connection (psycopg,
-                SQLAlchemy or Django: README "Enqueue in your transaction"): the run is
-                written in that transaction, and exists only once it commits.
+            connection: your open transaction's (README "Enqueue in your transaction").
         """
         prepared = self.prepare(
             input,
@@ -363,22 +360,20 @@ class Workflow(Generic[InputT, OutputT]):
             debounce_key=debounce_key,
             debounce_max=debounce_max,
         )
-        handles = await self.client.enqueue_many([prepared], connection=connection)
-        return handles[0]
+        return (await self.client.enqueue_many([prepared], connection=connection))[0]
 
     def run_sync(
         self, input: InputT, *, connection: object = None, **options: Any
     ) -> RunHandle[OutputT]:
-        """``run`` for synchronous code: blocks until the run is stored (with
-        ``connection=``, a synchronous one, in its transaction, in this thread).
+        """``run`` for synchronous code: blocks until the run is stored.
 
         Raises ``SyncCallInEventLoopError`` at once on a thread running an event loop.
         """
         call = f"{self.name}.run"
         refuse_in_event_loop(call)
         prepared = self.prepare(input, **options)
-        enqueue = self.client.enqueue_many([prepared], connection=connection)
-        return call_sync(self.client.portal, enqueue, call, connection)[0]
+        enqueuing = self.client.enqueue_many([prepared], connection=connection)
+        return call_sync(self.client.portal, enqueuing, call, connection)[0]
 
     def decode_input(self, text: str) -> InputT:
         """Turn stored input JSON into the value the handler receives."""
