@@ -39,7 +39,7 @@ class BatchSource(Protocol):
         ...
 
     async def add_to_batch(
-        self, batch_id: str, runs: Sequence[PreparedRun]
+        self, batch_id: str, runs: Sequence[PreparedRun], *, connection: object = None
     ) -> list[RunHandle[Any]]:
         """Store runs in an open batch (``Workpool.add_to_batch``)."""
         ...
@@ -90,10 +90,13 @@ class Batch:
             ) from None
         return status
 
-    async def add(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
+    async def add(
+        self, runs: Sequence[PreparedRun], *, connection: object = None
+    ) -> list[RunHandle[Any]]:
         """Store more runs in the batch (from ``Workflow.prepare``), in one operation,
-        while it is open; ``BatchClosedError`` once it is closed, storing nothing."""
-        return await self.client.add_to_batch(self.id, runs)
+        while it is open; ``BatchClosedError`` once it is closed, storing nothing.
+        ``connection=``: in your transaction (see ``Workpool.enqueue_many``)."""
+        return await self.client.add_to_batch(self.id, runs, connection=connection)
 
     async def close(self) -> BatchStatus:
         """Close it: no runs may be added any more, and it completes (its callback is

@@ -17,7 +17,7 @@ from workpool.handles import RunHandle
 from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
 from workpool.serialization import from_json, to_json
-from workpool.sync import Portal, refuse_in_event_loop
+from workpool.sync import Portal, call_sync, refuse_in_event_loop
 from workpool.validation import (
     check_count,
     check_name,
@@ -171,8 +171,10 @@ class Enqueuer(Protocol):
         """The event loop of the ``*_sync`` methods."""
         ...
 
-    async def enqueue_many(self, runs: Sequence[PreparedRun]) -> list[RunHandle[Any]]:
-        """Store runs in one backend operation; their handles, in order."""
+    async def enqueue_many(
+        self, runs: Sequence[PreparedRun], *, connection: object = None
+    ) -> list[RunHandle[Any]]:
+        """Store runs in one operation (in ``connection``'s transaction); their handles."""
         ...
 
 
@@ -310,6 +312,7 @@ class Workflow(Generic[InputT, OutputT]):
         debounce: timedelta | float | None = None,
         debounce_key: str | None = None,
         debounce_max: timedelta | float | None = None,
+        connection: object = None,
     ) -> RunHandle[OutputT]:
         """Enqueue a run and return its handle.
 
@@ -339,6 +342,7 @@ class Workflow(Generic[InputT, OutputT]):
                 debounced run per workflow).
             debounce_max: the longest a debounced run waits from its first enqueue,
                 however often more come (default: no limit).
+            connection: your open transaction's (README "Enqueue in your transaction").
         """
         prepared = self.prepare(
             input,
@@ -356,10 +360,11 @@ class Workflow(Generic[InputT, OutputT]):
             debounce_key=debounce_key,
             debounce_max=debounce_max,
         )
-        handles = await self.client.enqueue_many([prepared])
-        return handles[0]
+        return (await self.client.enqueue_many([prepared], connection=connection))[0]
 
-    def run_sync(self, input: InputT, **options: Any) -> RunHandle[OutputT]:
+    def run_sync(
+        self, input: InputT, *, connection: object = None, **options: Any
+    ) -> RunHandle[OutputT]:
         """``run`` for synchronous code: blocks until the run is stored.
 
         Raises ``SyncCallInEventLoopError`` at once on a thread running an event loop.
@@ -367,8 +372,8 @@ class Workflow(Generic[InputT, OutputT]):
         call = f"{self.name}.run"
         refuse_in_event_loop(call)
         prepared = self.prepare(input, **options)
-        handles = self.client.portal.call(self.client.enqueue_many([prepared]), call)
-        return handles[0]
+        enqueuing = self.client.enqueue_many([prepared], connection=connection)
+        return call_sync(self.client.portal, enqueuing, call, connection)[0]
 
     def decode_input(self, text: str) -> InputT:
         """Turn stored input JSON into the value the handler receives."""

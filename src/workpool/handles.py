@@ -12,7 +12,7 @@ from workpool.backends.base import Backend, CancelResult
 from workpool.decoding import require_run, status_of
 from workpool.errors import ResultTimeoutError, RunCanceledError, RunFailedError, WorkpoolError
 from workpool.models import Run, RunStatus
-from workpool.sync import Portal
+from workpool.sync import Portal, call_sync
 from workpool.validation import duration_seconds
 
 OutputT = TypeVar("OutputT")
@@ -32,12 +32,20 @@ class RunSource(Protocol):
         """The running event loop's backend."""
         ...
 
-    async def cancel(self, run_id: str, reason: str | None = None) -> CancelResult:
+    async def cancel(
+        self, run_id: str, reason: str | None = None, *, connection: object = None
+    ) -> CancelResult:
         """Cancel a run (``Workpool.cancel``)."""
         ...
 
     async def send_event(
-        self, run_id: str, key: str, payload: Any, *, event_id: str | None = None
+        self,
+        run_id: str,
+        key: str,
+        payload: Any,
+        *,
+        event_id: str | None = None,
+        connection: object = None,
     ) -> bool:
         """Send an event to a run (``Workpool.send_event``)."""
         ...
@@ -95,18 +103,22 @@ class RunHandle(Generic[OutputT]):
             return self._output_adapter.validate_python(run.output)  # type: ignore[no-any-return]
         return run.output  # type: ignore[no-any-return]
 
-    async def cancel(self, reason: str | None = None) -> None:
-        """Cancel the run (see ``Workpool.cancel``)."""
-        await self.client.cancel(self.id, reason)
+    async def cancel(self, reason: str | None = None, *, connection: object = None) -> None:
+        """Cancel the run (see ``Workpool.cancel``; ``connection=``: in your transaction)."""
+        await self.client.cancel(self.id, reason, connection=connection)
 
     async def progress(self) -> Any:
         """The latest progress its handler reported (``ctx.set_progress``), or None."""
         return (await self._read()).progress
 
-    async def send_event(self, key: str, payload: Any, *, event_id: str | None = None) -> bool:
+    async def send_event(
+        self, key: str, payload: Any, *, event_id: str | None = None, connection: object = None
+    ) -> bool:
         """Send the run an event; False if one of ``event_id`` was sent before (see
-        ``Workpool.send_event``)."""
-        return await self.client.send_event(self.id, key, payload, event_id=event_id)
+        ``Workpool.send_event``; ``connection=``: in your transaction)."""
+        return await self.client.send_event(
+            self.id, key, payload, event_id=event_id, connection=connection
+        )
 
     async def get_event(self, key: str, timeout: timedelta | float | None = None) -> Any:
         """The value the run published under ``key``, waiting for it while the run is
@@ -125,19 +137,21 @@ class RunHandle(Generic[OutputT]):
         """``result`` for synchronous code."""
         return self.client.portal.call(self.result(timeout), "handle.result")
 
-    def cancel_sync(self, reason: str | None = None) -> None:
+    def cancel_sync(self, reason: str | None = None, *, connection: object = None) -> None:
         """``cancel`` for synchronous code."""
-        self.client.portal.call(self.cancel(reason), "handle.cancel")
+        canceling = self.cancel(reason, connection=connection)
+        call_sync(self.client.portal, canceling, "handle.cancel", connection)
 
     def progress_sync(self) -> Any:
         """``progress`` for synchronous code."""
         return self.client.portal.call(self.progress(), "handle.progress")
 
-    def send_event_sync(self, key: str, payload: Any, *, event_id: str | None = None) -> bool:
+    def send_event_sync(
+        self, key: str, payload: Any, *, event_id: str | None = None, connection: object = None
+    ) -> bool:
         """``send_event`` for synchronous code."""
-        return self.client.portal.call(
-            self.send_event(key, payload, event_id=event_id), "handle.send_event"
-        )
+        sending = self.send_event(key, payload, event_id=event_id, connection=connection)
+        return call_sync(self.client.portal, sending, "handle.send_event", connection)
 
     def get_event_sync(self, key: str, timeout: timedelta | float | None = None) -> Any:
         """``get_event`` for synchronous code."""

@@ -43,7 +43,8 @@ ResultT = TypeVar("ResultT")
 ParamsT = ParamSpec("ParamsT")
 
 
-def _runs_a_loop() -> bool:
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop now."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -57,7 +58,7 @@ def refuse_in_event_loop(call: str, coroutine: Coroutine[Any, Any, Any] | None =
     ``call`` names the async method to await instead, as the caller would write it
     (``"pool.get_run"``, ``"charge.run"``); ``coroutine``, if given, is closed unrun.
     """
-    if not _runs_a_loop():
+    if not in_event_loop():
         return
     if coroutine is not None:
         coroutine.close()
@@ -66,6 +67,30 @@ def refuse_in_event_loop(call: str, coroutine: Coroutine[Any, Any, Any] | None =
         f"it returned; use `await {call}(...)` instead (from sync code inside async code, "
         "run it in a thread: `await asyncio.to_thread(...)`)"
     )
+
+
+def drive(coroutine: Coroutine[Any, Any, ResultT], call: str) -> ResultT:
+    """Run ``coroutine`` to its end in this thread, without an event loop: it must never
+    suspend (a ``*_sync`` call with ``connection=``, whose statements go to the caller's
+    synchronous connection, finishes on its first step)."""
+    refuse_in_event_loop(call, coroutine)
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        result: ResultT = done.value
+        return result
+    coroutine.close()
+    raise RuntimeError(f"{call}_sync() waited on an event loop, which it runs without")
+
+
+def call_sync(
+    portal: Portal, coroutine: Coroutine[Any, Any, ResultT], call: str, connection: object
+) -> ResultT:
+    """A ``*_sync`` call: on the portal's loop, or with ``connection=`` (the caller's own
+    transaction) driven in the caller's thread (see ``drive``)."""
+    if connection is not None:
+        return drive(coroutine, call)
+    return portal.call(coroutine, call)
 
 
 @dataclass(eq=False)
@@ -114,7 +139,7 @@ class Portal:
 
         From a thread that runs an event loop (an async test's teardown), a thread of
         its own shuts the portal's loop down, since this one cannot run it."""
-        if _runs_a_loop():
+        if in_event_loop():
             closer = threading.Thread(target=self.close, name="workpool-portal-close")
             closer.start()
             closer.join()
@@ -246,7 +271,8 @@ def sync_twin(
 
     @functools.wraps(method)
     def twin(self: OwnerT, /, *args: ParamsT.args, **kwargs: ParamsT.kwargs) -> ResultT:
-        return self.portal.call(method(self, *args, **kwargs), call)
+        coroutine = method(self, *args, **kwargs)
+        return call_sync(self.portal, coroutine, call, kwargs.get("connection"))
 
     twin.__name__ = f"{method.__name__}_sync"
     twin.__qualname__ = f"{method.__qualname__}_sync"

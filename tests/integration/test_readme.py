@@ -12,6 +12,9 @@ above its fence:
   blocks.
 - ``<!-- not run: REASON -->``: only compiled. ``NOT_RUN`` below lists such blocks
   and why, so none is skipped without this file saying so.
+- ``<!-- store: postgres -->``: the block runs with $WORKPOOL_URL naming a fresh schema
+  of the test session's PostgreSQL database, and $DATABASE_URL naming that database (the
+  application's own connection).
 
 Every other block is executed in a fresh namespace, ``await`` allowed at top level (as
 in ``python -m asyncio``), in a temporary directory with $WORKPOOL_URL naming a SQLite
@@ -42,6 +45,7 @@ from typing import Any
 
 import pytest
 
+from tests.postgres_server import PostgresServer
 from workpool import Workpool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +61,7 @@ FILES = {"shop.py", "django/mysite/settings.py", "django/orders/tasks.py", "djan
 """Blocks marked ``file``: each has a test of its own (below; the Django project's in
 tests/contrib/test_django_readme.py)."""
 
-MARKER = re.compile(r"^<!--\s*(example|continues|file|not run):\s*(.*?)\s*-->$")
+MARKER = re.compile(r"^<!--\s*(example|continues|file|not run|store):\s*(.*?)\s*-->$")
 START_DEADLINE = 30.0
 """Seconds a worker process gets to log its start line."""
 
@@ -73,6 +77,8 @@ class Block:
     continues: tuple[str, ...] = ()
     file: str | None = None
     not_run: str | None = None
+    store: str | None = None
+    """``postgres``: the block needs PostgreSQL (else it runs on SQLite)."""
 
     def compiled(self) -> Any:
         """The block compiled at its README line numbers, top-level ``await`` allowed."""
@@ -132,6 +138,7 @@ def parse(text: str) -> list[Block]:
                     continues=tuple(name.strip() for name in continues.split(",") if name),
                     file=declared.get("file"),
                     not_run=declared.get("not run"),
+                    store=declared.get("store"),
                 )
             )
         index = end + 1
@@ -197,11 +204,16 @@ def test_every_block_is_run_or_says_why() -> None:
 
 @pytest.mark.parametrize("name", RUN)
 async def test_block_runs_as_printed(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("WORKPOOL_URL", f"sqlite:///{tmp_path}/workpool.db")
     *before, block = chain(BY_NAME[name])
+    if any(part.store == "postgres" for part in (*before, block)):
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        schema = f"readme_{name.replace('-', '_')}"
+        monkeypatch.setenv("WORKPOOL_URL", server.url(schema=schema))
+        monkeypatch.setenv("DATABASE_URL", server.url())
     namespace: dict[str, Any] = {"__name__": f"readme_{name.replace('-', '_')}"}
     try:
         for earlier in before:

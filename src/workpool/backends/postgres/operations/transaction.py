@@ -9,10 +9,7 @@ counters this transaction adds (written once per minute and pair by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from psycopg import AsyncConnection
-from psycopg.rows import DictRow
+from typing import Any, Protocol
 
 from workpool.backends.base import Lease, QueueSettings
 
@@ -23,12 +20,41 @@ EXECUTIONS, TIMED, RUN_TIME, _, _, _, RETRIED = range(len(COUNTERS))
 Row = dict[str, Any]
 
 
+class Cursor(Protocol):
+    """What a statement's results must offer (psycopg's ``AsyncCursor`` of dict rows)."""
+
+    @property
+    def description(self) -> object:
+        """Not None if the statement returns rows."""
+        ...
+
+    @property
+    def rowcount(self) -> int:
+        """How many rows the statement changed."""
+        ...
+
+    async def fetchall(self) -> list[Row]:
+        """Every row left."""
+        ...
+
+    async def fetchone(self) -> Row | None:
+        """The next row, or None."""
+        ...
+
+
+class Connection(Protocol):
+    """Where statements run: a pooled ``AsyncConnection`` of dict rows, or the caller's
+    connection behind an adapter (``postgres/joined.py``)."""
+
+    async def execute(self, query: bytes, parameters: dict[str, Any], /) -> Cursor:
+        """Run one statement with its named parameters."""
+        ...
+
+
 class Transaction:
     """Statements on one connection inside one transaction, and what they collect."""
 
-    def __init__(
-        self, connection: AsyncConnection[DictRow], queries: Mapping[str, str], channel: str
-    ) -> None:
+    def __init__(self, connection: Connection, queries: Mapping[str, str], channel: str) -> None:
         self._connection = connection
         self._queries = queries
         self._channel = channel
