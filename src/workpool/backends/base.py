@@ -245,9 +245,9 @@ class Backend(Protocol):
         even if that run has since finished. Expired keys are replaced. Within one
         batch, a repeated (workflow, key) resolves to the first run of the batch.
         Enqueueing an id that already exists returns ``created=False`` and changes
-        nothing, before any gate or debounce key is looked at: so enqueue is idempotent
+        nothing, before any debounce key is looked at: so enqueue is idempotent
         by run id, and a client may send a call again when its reply was lost (the
-        repeat is neither skipped at its own gate nor collapsed). A run with a
+        repeat is not collapsed). A run with a
         ``debounce_key`` may collapse into an earlier one (see "Debounce"). Wakes any
         worker blocked in ``wait_for_work`` on that queue.
 

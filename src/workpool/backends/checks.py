@@ -46,10 +46,6 @@ def check_tick(tick: NewTick, now: float) -> None:
     _check(tick.run.id, "the tick's scheduled_at", tick.scheduled_at)
     if not tick.trigger:
         raise ValueError(f"run {tick.run.id}: the tick's trigger is empty; nothing was written")
-    if tick.run.skip_if_busy:
-        raise ValueError(
-            f"run {tick.run.id}: a tick's run does not skip_if_busy; nothing was written"
-        )
     if tick.overlap not in TICK_OVERLAPS:
         raise ValueError(
             f"run {tick.run.id}: the tick's overlap {tick.overlap!r} is not one of "

@@ -102,12 +102,6 @@ class NewRun:
     """Scopes ``max_concurrency``: runs with different keys do not limit each other."""
     rate_limits: tuple[RateLimitSpec, ...] = ()
     """The limiters this run's starts count against (see ``base.py``)."""
-    skip_if_busy: bool = False
-    """Store nothing (``Enqueued.skipped``) if the run's gate already admits
-    ``max_concurrency`` runs (a cron tick that would only wait behind them). Checked
-    after the idempotency key (an earlier run holding it is returned as usual) and
-    before anything is stored; a skipped run's key is not remembered. For ``enqueue``
-    only: children of ``save_step`` never set it."""
     timeout: float | None = None
     """Seconds one attempt may execute (stored, returned with claims); None: the
     worker applies its workflow's limit, if any."""
@@ -140,9 +134,8 @@ class Enqueued:
     run_id: str
     """The stored run: the new one, or the earlier run holding the idempotency key."""
     created: bool
-    """False when an unexpired idempotency key matched and nothing was stored."""
-    skipped: bool = False
-    """True when nothing was stored because of ``NewRun.skip_if_busy``."""
+    """False when nothing was stored: an unexpired idempotency key matched, the id
+    existed, or the run collapsed into a debounced one (``run_id`` names that run)."""
 
 
 @dataclass(frozen=True, slots=True)

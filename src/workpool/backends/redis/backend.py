@@ -186,7 +186,7 @@ class RedisBackend:
         added_by: str | None,
         runs: Sequence[NewRun],
         now: float,
-    ) -> dict[int, str | None]:
+    ) -> dict[int, str]:
         """enqueue_batch.lua's runs not created; the refusals it reports raised."""
         mode, detail = "add", added_by or ""
         if batch is not None:
@@ -224,14 +224,11 @@ class RedisBackend:
         return await self._scripts.cancel_batch(codec.seconds(now), batch_id, limit, reason)
 
     @staticmethod
-    def _enqueued(run: NewRun, position: int, found: dict[int, str | None]) -> Enqueued:
+    def _enqueued(run: NewRun, position: int, found: dict[int, str]) -> Enqueued:
         """The outcome of the run at ``position`` from enqueue.lua's reply."""
         if position not in found:
             return Enqueued(run_id=run.id, created=True)
-        stored = found[position]
-        if stored is None:
-            return Enqueued(run_id=run.id, created=False, skipped=True)
-        return Enqueued(run_id=stored, created=False)
+        return Enqueued(run_id=found[position], created=False)
 
     async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
         check_tick(tick, now)
