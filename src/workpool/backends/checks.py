@@ -11,8 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from workpool.backends.base import TICK_OVERLAPS, Finish, NewBatch, NewRun, NewTick, StepRecord
-from workpool.backends.values import MAX_RANK_OFFSET
+from workpool.backends.base import (
+    MAX_RANK_OFFSET,
+    TICK_OVERLAPS,
+    Finish,
+    NewBatch,
+    NewRun,
+    NewTick,
+    StepRecord,
+)
 from workpool.validation import MAX_TIMEOUT, storable_time
 
 
