@@ -96,9 +96,6 @@ class RetryPolicy:
 
 _RETRY_FIELDS = ("max_attempts", "initial_backoff", "base")
 
-NO_RETRY = RetryPolicy(max_attempts=1)
-"""One attempt only: the policy when retries are off."""
-
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:

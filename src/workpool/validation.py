@@ -101,14 +101,6 @@ def timestamp_of(when: object, *, what: str) -> float:
     return check_time(stamp, what=f"{what} ({when.isoformat()})")
 
 
-def check_timedelta(value: object, *, what: str, positive: bool = False) -> timedelta:
-    """A timedelta that is not negative (with ``positive``: more than zero)."""
-    if not isinstance(value, timedelta) or value < timedelta(0) or (positive and not value):
-        kind = "positive" if positive else "non-negative"
-        raise ConfigurationError(f"{what} must be a {kind} timedelta, got {value!r}")
-    return value
-
-
 MAX_TIMEOUT = 1e9
 """The longest time limit of an attempt, in seconds (about 31 years)."""
 

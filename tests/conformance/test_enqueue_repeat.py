@@ -24,9 +24,9 @@ def keyed(now: float) -> NewRun:
     return new_run(now, idempotency_key="order-7")
 
 
-def gated_skip_if_busy(now: float) -> NewRun:
-    """Alone in a gate of one, it fills the gate itself: its repeat must not be skipped."""
-    return dataclasses.replace(new_run(now, max_concurrency=1), skip_if_busy=True)
+def gated(now: float) -> NewRun:
+    """Alone in a gate of one, it fills the gate itself: its repeat finds it admitted."""
+    return new_run(now, max_concurrency=1)
 
 
 def debounced(now: float) -> NewRun:
@@ -38,7 +38,7 @@ def scheduled_later(now: float) -> NewRun:
     return new_run(now + 60)
 
 
-RUNS = [plain, keyed, gated_skip_if_busy, debounced, scheduled_later]
+RUNS = [plain, keyed, gated, debounced, scheduled_later]
 
 
 async def stored_runs(backend: Backend) -> list[str]:

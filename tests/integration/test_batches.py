@@ -18,7 +18,7 @@ from workpool import (
     RunContext,
     Workpool,
 )
-from workpool.backends.values import Lease
+from workpool.backends.base import Lease
 from workpool.engine.batching import add_to_own_batch
 from workpool.engine.environment import LeaseLost, StepEnvironment
 from workpool.engine.fencing import LocalLease

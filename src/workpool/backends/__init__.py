@@ -94,7 +94,7 @@ def describe_store(url: str, *, prefix: str = "workpool") -> str:
 
         schema = parse_postgres_url(url).schema
         return f"{describe_postgres_url(url)} (schema {schema})"
-    from workpool.backends.redis.backend import describe_url
+    from workpool.backends.redis.url import describe_url
 
     return f"{describe_url(url)} (prefix {prefix})"
 

@@ -11,8 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from workpool.backends.base import TICK_OVERLAPS, Finish, NewBatch, NewRun, NewTick, StepRecord
-from workpool.backends.values import MAX_RANK_OFFSET
+from workpool.backends.base import (
+    MAX_RANK_OFFSET,
+    TICK_OVERLAPS,
+    Finish,
+    NewBatch,
+    NewRun,
+    NewTick,
+    StepRecord,
+)
 from workpool.validation import MAX_TIMEOUT, storable_time
 
 
@@ -46,10 +53,6 @@ def check_tick(tick: NewTick, now: float) -> None:
     _check(tick.run.id, "the tick's scheduled_at", tick.scheduled_at)
     if not tick.trigger:
         raise ValueError(f"run {tick.run.id}: the tick's trigger is empty; nothing was written")
-    if tick.run.skip_if_busy:
-        raise ValueError(
-            f"run {tick.run.id}: a tick's run does not skip_if_busy; nothing was written"
-        )
     if tick.overlap not in TICK_OVERLAPS:
         raise ValueError(
             f"run {tick.run.id}: the tick's overlap {tick.overlap!r} is not one of "

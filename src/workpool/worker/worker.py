@@ -15,13 +15,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from workpool.backends import describe_store
-from workpool.backends.base import Backend, ClaimedRun, ClaimResult
-from workpool.engine.context import context_for
-from workpool.engine.environment import StepEnvironment
-from workpool.engine.execute import Execution, execute, time_left
-from workpool.engine.fencing import LocalLease
+from workpool.backends.base import Backend, ClaimResult
+from workpool.engine.execute import Execution
 from workpool.engine.threads import HandlerThreads
-from workpool.worker.active import ActiveRun, ActiveRuns
+from workpool.worker.active import ActiveRuns
 from workpool.worker.ahead import ClaimAhead
 from workpool.worker.cron import CronScheduler
 from workpool.worker.finisher import Finisher
@@ -29,6 +26,8 @@ from workpool.worker.health import BackendHealth, report_set_aside, warn_about_s
 from workpool.worker.housekeeping import Housekeeper
 from workpool.worker.options import WorkerOptions
 from workpool.worker.registration import Registration
+from workpool.worker.renewal import Renewer
+from workpool.worker.starting import RunStarter
 
 if TYPE_CHECKING:
     from workpool.client import Client
@@ -183,9 +182,21 @@ class Worker:
             metrics=self.metrics,
             health=self.health,
         )
+        starter = RunStarter(
+            backend,
+            finisher,
+            self.registry,
+            self.settings,
+            self.options,
+            self._threads,
+            self._active,
+            self._env,
+            self.metrics,
+        )
+        renewer = Renewer(self._active, self.options, self.settings, self.health, self.metrics)
         side_tasks = [
-            asyncio.create_task(self._claim_loop(backend, finisher), name="claimer"),
-            asyncio.create_task(self._renew_loop(backend), name="renewer"),
+            asyncio.create_task(self._claim_loop(backend, starter), name="claimer"),
+            asyncio.create_task(renewer.run(backend), name="renewer"),
             asyncio.create_task(self._registration.run(backend, self.health), name="heartbeat"),
             asyncio.create_task(finisher.run(), name="finisher"),
             asyncio.create_task(self.housekeeper.run(backend, self.health), name="housekeeper"),
@@ -232,11 +243,11 @@ class Worker:
         if self._background is not None:
             await self._background
 
-    async def _claim_loop(self, backend: Backend, finisher: Finisher) -> None:
-        self._active.on_change = lambda: self._start_held(backend, finisher)
+    async def _claim_loop(self, backend: Backend, starter: RunStarter) -> None:
+        self._active.on_change = lambda: self._start_held(starter)
         while not self._stopping.is_set():
             seen = self._active.changes
-            self._start_held(backend, finisher)
+            self._start_held(starter)
             alone = len(self._active) == 0 and len(self._ahead) == 0
             size = self._claimable()
             if size <= 0 or (self._make_room_for_isolated and not alone):
@@ -269,7 +280,7 @@ class Worker:
             report_set_aside(result.set_aside)
             self._make_room_for_isolated = self._should_make_room(result, alone, now)
             self._ahead.claim_returned(sent_at, size, result.runs, time.monotonic())
-            self._start_held(backend, finisher)
+            self._start_held(starter)
             self._count_started(len(result.runs))
             if len(result.runs) < size and not self._make_room_for_isolated and not self._ahead:
                 # (With runs still held ahead, the next turn waits for a slot instead,
@@ -292,12 +303,12 @@ class Worker:
             return size
         return min(size, self.options.max_runs - self._runs_started)
 
-    def _start_held(self, backend: Backend, finisher: Finisher) -> None:
+    def _start_held(self, starter: RunStarter) -> None:
         """Start runs held ahead while slots are free."""
         while len(self._ahead) and self._active.free_slots(self.options.concurrency) > 0:
             held = self._ahead.take()
             assert held is not None
-            self._start(held[0], backend, finisher, held[1])
+            starter.start(held[0], held[1])
 
     async def _slot_freed_or_held_too_long(self, backend: Backend, seen: int) -> None:
         """Wait for a slot to free; hand back the runs held ahead if that takes longer
@@ -367,91 +378,6 @@ class Worker:
         if error is not None:
             self.health.failed("claimer", error)
             await asyncio.sleep(BACKEND_ERROR_PAUSE)
-
-    def _start(
-        self, claimed: ClaimedRun, backend: Backend, finisher: Finisher, sent_at: float
-    ) -> None:
-        lease = LocalLease(sent_at + self.options.lease.total_seconds())
-        workflow = self.registry.workflows[claimed.workflow]  # the claim took served ones only
-        env = StepEnvironment(
-            self.registry,
-            self.settings,
-            backend,
-            claimed.lease,
-            self._threads,
-            claimed.has_steps,
-            local_lease=lease,
-        )
-        ctx = context_for(claimed, env, with_steps=workflow.is_async)
-        task = asyncio.create_task(execute(workflow, claimed, ctx, self._env))
-        task.set_name(f"run {claimed.lease.run_id}")
-        now = self.settings.clock.now()
-        entry = ActiveRun(claimed, ctx, task, started_at=now, lease=lease)
-        self._active.add(entry)
-        self._active.fence(entry)
-        seconds = time_left(workflow, claimed)
-        if seconds is not None:
-            # Past its limit, a handler that ignores the interruption gets one lease
-            # to end; then the worker stops renewing, so another worker takes it.
-            self._active.give_up_after(entry, seconds + self.options.lease.total_seconds())
-        if claimed.isolated:
-            logger.warning(
-                "run %s runs alone: it lost its lease before (its worker died or stalled), "
-                "so this worker takes nothing else until it ends",
-                claimed.lease.run_id,
-            )
-        task.add_done_callback(lambda done: finisher.handler_done(entry, done))
-        if self.metrics is not None:
-            self.metrics.run_started(claimed, max(0.0, now - claimed.available_at))
-        if logger.isEnabledFor(logging.INFO):
-            lag = round(max(0.0, now - claimed.available_at), 6)
-            logger.info(
-                "run %s started: workflow=%s queue=%s attempt=%d lag=%.3fs",
-                claimed.lease.run_id,
-                claimed.workflow,
-                claimed.queue,
-                claimed.attempt,
-                lag,
-                extra={
-                    "event": "started",
-                    "run_id": claimed.lease.run_id,
-                    "workflow": claimed.workflow,
-                    "queue": claimed.queue,
-                    "attempt": claimed.attempt,
-                    "lag": lag,
-                },
-            )
-
-    async def _renew_loop(self, backend: Backend) -> None:
-        interval = self.options.renew_every.total_seconds()
-        while True:
-            await asyncio.sleep(interval)
-            leases = self._active.renewable_leases()
-            if not leases:
-                continue
-            progress = self._active.unstored_progress()
-            lease_seconds = self.options.lease.total_seconds()
-            sent_at = time.monotonic()
-            try:
-                result = await backend.renew(
-                    leases, lease_seconds, self.settings.clock.now(), progress=progress
-                )
-            except Exception as error:
-                self.health.failed("renewer", error)
-                continue
-            self.health.succeeded()
-            self._active.progress_stored(progress)
-            # By lease, not run id: the same worker may hold a later claim of a run by
-            # the time the reply comes (an attempt ended and its retry was due at once).
-            kept = [lease for lease in leases if lease.run_id not in result.lost]
-            self._active.confirm(kept, sent_at, lease_seconds)
-            for lease in leases:
-                if lease.run_id in result.lost:
-                    lost = self._active.abandon(lease, reason="lease lost")
-                    if lost is not None and self.metrics is not None:
-                        self.metrics.lease_lost(lost.claimed.workflow)
-                elif lease.run_id in result.cancel_requested:
-                    self._active.request_cancel(lease, result.canceled_by.get(lease.run_id))
 
     async def _shutdown(
         self, backend: Backend, finisher: Finisher, side_tasks: list[asyncio.Task[None]]

@@ -39,20 +39,18 @@ def test_runs_travel_as_run_fields_values_each() -> None:
     assert match is not None
     assert int(match.group(1)) == codec.RUN_FIELDS
     gated = a_run("g", max_concurrency=2, concurrency_key="k")
-    ticking = replace(gated, skip_if_busy=True)
     limited = replace(gated, rate_limits=(RateLimitSpec("l", 2, 10),))
-    for run in (a_run("plain"), gated, ticking, limited):
+    for run in (a_run("plain"), gated, limited):
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
 
-    # max_concurrency, concurrency key, skip_if_busy, the rate limits, the timeout, the
-    # rank, the debounce key and its latest start, the trace context (the last field)
+    # max_concurrency, concurrency key, the rate limits, the timeout, the rank, the
+    # debounce key and its latest start, the trace context (the last field)
     def tail(run: NewRun) -> list[str]:
-        return codec.encode_runs([run], NOW)[-10:-1]
+        return codec.encode_runs([run], NOW)[-9:-1]
 
-    assert tail(gated)[-9:-5] == ["2", ":k", "", ""]
-    assert tail(ticking)[-9:-5] == ["2", ":k", "1", ""]
-    assert tail(replace(gated, concurrency_key=""))[-9:-7] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-10:] == [""] * 10
+    assert tail(gated)[-8:-5] == ["2", ":k", ""]
+    assert tail(replace(gated, concurrency_key=""))[-8:-6] == ["2", ":"]
+    assert codec.encode_runs([a_run("plain")], NOW)[-9:] == [""] * 9
     assert tail(limited)[-6] == '[["l",2,10.0]]'
     assert tail(replace(gated, timeout=1.5))[-5] == "1.5"
     urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import EllipsisType
-from typing import Any, cast, get_args
-from urllib.parse import urlsplit
+from typing import cast, get_args
 
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
@@ -21,10 +19,8 @@ from workpool.backends.base import (
     ClaimResult,
     Enqueued,
     EventSent,
-    EventValue,
     Finish,
     Lease,
-    MinuteCounters,
     NewBatch,
     NewRun,
     NewTick,
@@ -32,10 +28,6 @@ from workpool.backends.base import (
     RenewResult,
     Rerun,
     RerunStatus,
-    RunPage,
-    RunRecord,
-    SkippedTickRecord,
-    StatsSnapshot,
     StepRecord,
     TickStarted,
     WorkerRecord,
@@ -50,13 +42,14 @@ from workpool.backends.checks import (
     check_tick,
 )
 from workpool.backends.durability import DurabilityReport
-from workpool.backends.reading import readable
 from workpool.backends.redis import codec, durability
 from workpool.backends.redis.blocking import WaitLink
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.credentials import refuse_unneeded_password
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
+from workpool.backends.redis.reads import RedisReads, as_dict
 from workpool.backends.redis.scripts import Scripts
+from workpool.backends.redis.url import URL_FORMAT, check_url, describe_url
 from workpool.errors import (
     BackendUnavailableError,
     BatchClosedError,
@@ -73,41 +66,8 @@ LONGEST_WAIT = 24 * 3600.0
 NO_SIGNAL_PAUSE = 0.5
 """Seconds a wait with no signal list to block on (no pair has had a run) lasts."""
 
-URL_FORMAT = "write redis://[[user]:password@]host[:port][/db], or rediss:// for TLS"
 
-
-def describe_url(url: str) -> str:
-    """The URL without user name, password or query, safe to show in messages and logs."""
-    scheme, _, rest = url.partition("://")
-    location = rest.split("?", 1)[0].split("#", 1)[0]
-    return f"{scheme}://{location.rpartition('@')[2]}"
-
-
-def check_url(url: str) -> None:
-    """Raise ConfigurationError for a URL redis-py would misread or reject."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - parsed lazily; raises ValueError when not a number
-    except ValueError as error:
-        raise ConfigurationError(
-            f"malformed Redis URL {describe_url(url)!r}: {error}; {URL_FORMAT}"
-        ) from None
-    database = parts.path.strip("/")
-    if database and not database.isdigit():
-        raise ConfigurationError(
-            f"malformed Redis URL {describe_url(url)!r}: database {database!r} is not a "
-            f"number; {URL_FORMAT}"
-        )
-
-
-def as_dict(reply: Any) -> dict[str, str]:
-    """An HGETALL reply as a dict (RESP2 replies come as a flat list)."""
-    if isinstance(reply, dict):
-        return reply
-    return dict(zip(reply[::2], reply[1::2], strict=True))
-
-
-class RedisBackend:
+class RedisBackend(RedisReads):
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
     def __init__(self, link: CommandLink, waits: WaitLink, prefix: str, location: str = "") -> None:
@@ -186,7 +146,7 @@ class RedisBackend:
         added_by: str | None,
         runs: Sequence[NewRun],
         now: float,
-    ) -> dict[int, str | None]:
+    ) -> dict[int, str]:
         """enqueue_batch.lua's runs not created; the refusals it reports raised."""
         mode, detail = "add", added_by or ""
         if batch is not None:
@@ -206,14 +166,6 @@ class RedisBackend:
             raise ValueError(f"batch {batch_id} exists already; nothing was written")
         return found
 
-    async def _read(self, *args: str | int) -> Any:
-        """One command that only reads (sent again if its reply is lost)."""
-        return await self._link.call(*args, repeatable=True)
-
-    async def get_batch(self, batch_id: str) -> BatchRecord | None:
-        fields = as_dict(await self._read("HGETALL", self._keys.batch(batch_id)))
-        return codec.decode_batch(batch_id, fields) if fields else None
-
     async def close_batch(self, batch_id: str, now: float) -> BatchRecord | None:
         stored = await self._scripts.close_batch(codec.seconds(now), batch_id)
         return None if stored is None else codec.decode_batch(batch_id, as_dict(stored))
@@ -224,14 +176,11 @@ class RedisBackend:
         return await self._scripts.cancel_batch(codec.seconds(now), batch_id, limit, reason)
 
     @staticmethod
-    def _enqueued(run: NewRun, position: int, found: dict[int, str | None]) -> Enqueued:
+    def _enqueued(run: NewRun, position: int, found: dict[int, str]) -> Enqueued:
         """The outcome of the run at ``position`` from enqueue.lua's reply."""
         if position not in found:
             return Enqueued(run_id=run.id, created=True)
-        stored = found[position]
-        if stored is None:
-            return Enqueued(run_id=run.id, created=False, skipped=True)
-        return Enqueued(run_id=stored, created=False)
+        return Enqueued(run_id=found[position], created=False)
 
     async def start_tick(self, tick: NewTick, now: float) -> TickStarted:
         check_tick(tick, now)
@@ -244,11 +193,6 @@ class RedisBackend:
             codec.encode_runs([tick.run], now),
         )
         return codec.decode_tick_started(tick, now, reply)
-
-    async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
-        limit = max(1, limit)
-        texts = await self._scripts.list_skipped_ticks(workflow or "", limit)
-        return codec.decode_skipped_ticks(texts, limit)
 
     async def claim(
         self,
@@ -342,22 +286,6 @@ class RedisBackend:
     async def set_event(self, lease: Lease, key: str, value: str) -> bool:
         return await self._scripts.set_event((lease.run_id, lease.token), key, value)
 
-    async def get_event(self, run_id: str, key: str) -> EventValue | None:
-        found = await self._scripts.get_event(run_id, key)
-        return None if found is None else EventValue(*found)
-
-    async def list_published(self, run_id: str) -> dict[str, str]:
-        stored = as_dict(await self._link.call("HGETALL", self._keys.published(run_id)))
-        return {key: stored[key] for key in sorted(stored)}
-
-    async def get_steps(self, run_id: str) -> list[StepRecord]:
-        return codec.decode_steps(
-            run_id, as_dict(await self._read("HGETALL", self._keys.steps(run_id)))
-        )
-
-    async def get_children(self, run_id: str) -> list[str]:
-        return list(await self._read("LRANGE", self._keys.children(run_id), 0, -1))
-
     async def set_queue(
         self,
         queue: str,
@@ -368,10 +296,6 @@ class RedisBackend:
     ) -> QueueSettings:
         limit, paused_flag = codec.encode_queue_change(max_parallelism, paused)
         stored = await self._scripts.set_queue(queue, limit, paused_flag, only_if_new)
-        return codec.decode_settings(queue, *stored)
-
-    async def get_queue(self, queue: str) -> QueueSettings:
-        stored = await self._read("HMGET", self._keys.settings(queue), "max_parallelism", "paused")
         return codec.decode_settings(queue, *stored)
 
     async def sync_registry(
@@ -385,10 +309,6 @@ class RedisBackend:
     ) -> list[str]:
         return await self._scripts.restore_registry(codec.encode_registry(app, workflows, now))
 
-    async def list_workflows(self) -> list[WorkflowInfo]:
-        stored = as_dict(await self._read("HGETALL", self._keys.registry()))
-        return [codec.decode_workflow(name, stored[name]) for name in sorted(stored)]
-
     async def heartbeat(self, worker: WorkerRecord, now: float) -> list[str]:
         return await self._scripts.heartbeat(
             codec.seconds(now),
@@ -400,9 +320,6 @@ class RedisBackend:
 
     async def remove_worker(self, worker_id: str) -> None:
         await self._scripts.heartbeat(codec.seconds(0.0), worker_id, "0", "", ())
-
-    async def list_workers(self, now: float) -> list[WorkerRecord]:
-        return codec.live_workers(await self._read("HVALS", self._keys.workers()), now)
 
     async def fail_unserved(
         self, queue: str, workflow: str, available_before: float, limit: int, error: str, now: float
@@ -446,42 +363,6 @@ class RedisBackend:
         if reason is not None:
             options["reason"] = reason
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        problem, flat = await self._scripts.get_run(run_id)
-        if problem is not None:
-            raise codec.set_aside_error(run_id, problem)
-        fields = as_dict(flat)
-        return codec.decode_run(run_id, fields) if fields else None
-
-    async def list_runs(
-        self,
-        status: str | None,
-        workflow: str | None,
-        queue: str | None,
-        limit: int,
-        cursor: str | None,
-    ) -> RunPage:
-        if limit <= 0:
-            return RunPage(runs=[], cursor=None)
-        hashes = await self._scripts.list_runs(
-            limit,
-            codec.optional_argument(cursor),
-            codec.optional_argument(status),
-            codec.optional_argument(workflow),
-            codec.optional_argument(queue),
-        )
-        pages = [as_dict(reply) for reply in hashes]
-        runs = readable(lambda fields: codec.decode_run(fields.get("id", "?"), fields), pages)
-        return RunPage(runs=runs, cursor=pages[-1].get("id") if len(pages) == limit else None)
-
-    async def get_stats(self, since: float, now: float) -> StatsSnapshot:
-        first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
-        return codec.decode_stats(*await self._scripts.get_stats(first, last), now)
-
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
-        return codec.decode_minute_counters(await self._scripts.get_minute_counters(first, last))
 
     async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
         return await self._scripts.purge(

@@ -187,9 +187,6 @@ class Keys:
     def inbox_keys(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:inbox"
 
-    def event_ids(self, run_id: str) -> str:
-        return f"{self.tag}:run:{run_id}:event_ids"
-
     def published(self, run_id: str) -> str:
         return f"{self.tag}:run:{run_id}:published"
 
@@ -210,9 +207,6 @@ class Keys:
 
     def workers(self) -> str:
         return f"{self.tag}:workers"
-
-    def workers_expiry(self) -> str:
-        return f"{self.tag}:workers:expiry"
 
     def settings(self, queue: str) -> str:
         return f"{self.tag}:queue:{queue}:settings"

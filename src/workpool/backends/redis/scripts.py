@@ -157,14 +157,14 @@ class Scripts:
         for operation in OPERATIONS:
             await getattr(self, f"_{operation}").load()
 
-    async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str | None]:
+    async def enqueue(self, now: str, runs: Sequence[str]) -> dict[int, str]:
         """The runs not created: their position in the batch (from 0) -> the stored run
-        id, or None for a run skipped at a busy gate (``NewRun.skip_if_busy``)."""
+        id."""
         return _not_created(await self._enqueue([now, *runs]))
 
     async def enqueue_batch(
         self, now: str, batch_id: str, mode: str, detail: str, runs: Sequence[str]
-    ) -> str | dict[int, str | None]:
+    ) -> str | dict[int, str]:
         """The runs not created, as ``enqueue`` returns them; or, when nothing was
         written, why: 'not_found', 'closed' or 'exists'. ``mode``: 'add', 'open' or
         'closed'; ``detail``: adding, the id of the run of the batch that adds, or '';
@@ -376,9 +376,6 @@ class Scripts:
         return problem, list(fields)
 
 
-def _not_created(flat: Sequence[Any]) -> dict[int, str | None]:
-    """enqueue.lua's reply: position (from 0) -> the stored run id, or None if skipped."""
-    return {
-        int(flat[i]) - 1: None if flat[i + 1] is None else str(flat[i + 1])
-        for i in range(0, len(flat), 2)
-    }
+def _not_created(flat: Sequence[Any]) -> dict[int, str]:
+    """enqueue.lua's reply: position (from 0) -> the stored run id."""
+    return {int(flat[i]) - 1: str(flat[i + 1]) for i in range(0, len(flat), 2)}

@@ -50,9 +50,6 @@ class Enqueueing(Batches):
         gate = None
         if run.max_concurrency is not None:
             gate = gate_id(run.workflow, run.concurrency_key)
-            if run.skip_if_busy and await self._admitted(gate) >= run.max_concurrency:
-                await self._drop_key(run)
-                return Enqueued(run_id=run.id, created=False, skipped=True)
         inserted = await self._one(
             "insert_run",
             id=run.id,
@@ -94,15 +91,14 @@ class Enqueueing(Batches):
 
     async def _repeated_or_collapsed(self, run: NewRun, now: float) -> str | None:
         """The run this one is not stored apart from (None: store it): itself, already
-        stored, when its debounce key or gate would be looked at; or the pending run of
-        its debounce key, which it collapses into."""
-        # A repeated enqueue (sent again after a lost reply) finds its own run, which may
-        # be the debounced run or fill the gate: it is not collapsed or skipped.
-        looked_at = run.debounce_key is not None or run.skip_if_busy
-        if looked_at and await self._one("run_exists", id=run.id) is not None:
-            return run.id
+        stored, when its debounce key would be looked at; or the pending run of its
+        debounce key, which it collapses into."""
         if run.debounce_key is None:
             return None
+        # A repeated enqueue (sent again after a lost reply) finds its own run, which may
+        # be the debounced run: it is not collapsed.
+        if await self._one("run_exists", id=run.id) is not None:
+            return run.id
         pending = await self._collapse(run, now)
         if pending is not None:
             await self._drop_key(run)

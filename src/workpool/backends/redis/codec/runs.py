@@ -32,7 +32,7 @@ from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
-RUN_FIELDS = 20
+RUN_FIELDS = 19
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -59,7 +59,6 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             hooks,
             *idempotency,
             *gate_fields(run.max_concurrency, run.concurrency_key),
-            "1" if run.skip_if_busy else "",
             encode_rate_limits(run.rate_limits),
             "" if run.timeout is None else seconds(run.timeout),
             *rank_fields(run.priority, run.rank_offset),

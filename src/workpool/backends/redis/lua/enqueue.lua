@@ -6,8 +6,8 @@
 --
 -- Returns a flat array with two entries per run that was NOT created, in input order:
 --   its position in the batch (1-based), the id of the run already stored
---   (the earlier run holding its idempotency key, or itself if its id exists), or
---   nil if it was skipped (skip_if_busy at a busy gate: nothing stored);
+--   (the earlier run holding its idempotency key, the debounced run it collapsed into,
+--   or itself if its id exists);
 -- or an error reply, writing nothing, if a number is bad (arguments.lua)
 
 local now, refused = ARGV[1], bad_now()
@@ -28,7 +28,7 @@ for position = 1, runs do
     end
   else
     not_created[#not_created + 1] = position
-    not_created[#not_created + 1] = existing  -- false (a nil reply) when skipped
+    not_created[#not_created + 1] = existing
   end
 end
 return not_created

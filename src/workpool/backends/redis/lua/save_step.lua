@@ -26,9 +26,7 @@ local function start_child(kind, step_json)
   end
   local step = cjson.decode(step_json)
   local child_id, to_wake = enqueue_one(parsed, now)
-  if child_id == false then  -- skipped at a busy gate: the step names it, none stored
-    child_id = child.id
-  elseif child_id == nil then
+  if child_id == nil then
     child_id = child.id
     redis.call('RPUSH', children_key(run_id), child_id)
     if to_wake then

@@ -7,7 +7,7 @@
 -- ARGV[3]  scheduled_at: the tick's time (decimal string)
 -- ARGV[4]  overlap: 'skip' | 'buffer_one' | 'allow_all'
 -- ARGV[5]  how many skipped ticks to keep per trigger (a whole number, at least 1)
--- ARGV[6..] the run's RUN_FIELDS values (see library/enqueueing.lua); no skip_if_busy
+-- ARGV[6..] the run's RUN_FIELDS values (see library/enqueueing.lua)
 --
 -- The trigger's latest run is in the trigger runs hash (see trigger_name in keys.lua); a
 -- skipped tick is pushed on the trigger's skipped ticks list, as JSON text with its

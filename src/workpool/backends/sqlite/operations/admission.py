@@ -3,7 +3,8 @@
 A run joining ``queued`` first reserves its start time with its rate limiters (GCRA),
 which may defer it to ``scheduled``; then its gate admits its oldest waiting runs
 while it has room. A run leaving its place frees it (``_leave_gate``), and the caller
-then fills the gate again. See "Concurrency gates" and "Rate limits" in ``base.py``.
+then fills the gate again. See "Concurrency gates" and "Rate limits" in
+``contract/enqueue.py``.
 """
 
 from __future__ import annotations

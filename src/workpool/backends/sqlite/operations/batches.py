@@ -1,6 +1,6 @@
 """Batches: checked and stored with their runs' enqueue, counted as their runs end, and
 completed (their callback enqueued) by the end of their last run; hook runs too, which
-a completion enqueues the same way. See "Batches" in ``backends/base.py``.
+a completion enqueues the same way. See ``backends/contract/batches.py``.
 """
 
 from __future__ import annotations

@@ -44,9 +44,9 @@ class Enqueueing(Batches):
             row = held.fetchone()
             if row is not None:
                 return Enqueued(run_id=records.text(row, "run_id"), created=False)
-        if (run.debounce_key is not None or run.skip_if_busy) and self._stored(run.id):
+        if run.debounce_key is not None and self._stored(run.id):
             # A repeated enqueue (sent again after a lost reply) finds its own run, which
-            # may be the debounced run or fill the gate: it is not collapsed or skipped.
+            # may be the debounced run: it is not collapsed.
             return Enqueued(run_id=run.id, created=False)
         if run.debounce_key is not None:
             pending = self._collapse(run, now)
@@ -56,8 +56,6 @@ class Enqueueing(Batches):
         gate = None
         if run.max_concurrency is not None:
             gate = gate_id(run.workflow, run.concurrency_key)
-            if run.skip_if_busy and self._admitted(gate) >= run.max_concurrency:
-                return Enqueued(run_id=run.id, created=False, skipped=True)
         inserted = self._execute(
             "insert_run",
             id=run.id,

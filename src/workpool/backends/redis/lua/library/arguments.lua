@@ -42,7 +42,7 @@ end
 -- its rank_offset, within 1e12 s either way; its debounce_until, if any.
 local function bad_new_run(base)
   local where = 'run ' .. ARGV[base] .. ': '
-  local offset = ARGV[base + 16]
+  local offset = ARGV[base + 15]
   if offset ~= '' and not (finite(offset) and math.abs(tonumber(offset)) <= 1e12) then
     return refuse(where, 'rank_offset', offset)
   end
@@ -53,8 +53,8 @@ local function bad_new_run(base)
   if ARGV[base + 10] ~= '' then
     checks[#checks + 1] = { 10, 'max_concurrency', 1 }
   end
-  if ARGV[base + 18] ~= '' then
-    checks[#checks + 1] = { 18, 'debounce_until' }
+  if ARGV[base + 17] ~= '' then
+    checks[#checks + 1] = { 17, 'debounce_until' }
   end
   for _, check in ipairs(checks) do
     local value = ARGV[base + check[1]]

@@ -16,7 +16,7 @@ local batches_made
 -- batch[1..7].
 local function batches()
   if batches_made then return batches_made end
-  local MOST_FAILED_IDS = 1000  -- MAX_FAILED_IDS of backends/values.py
+  local MOST_FAILED_IDS = 1000  -- MAX_FAILED_IDS of backends/contract/batches.py
   local b = { FIELDS = { 'total', 'succeeded', 'failed', 'canceled', 'open', 'callback',
     'completed_at' } }
   function b.key(batch_id) return prefix .. ':batch:' .. batch_id end

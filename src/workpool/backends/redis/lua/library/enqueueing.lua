@@ -9,8 +9,6 @@
 --   max_concurrency (integer; absent: the run is not gated),
 --   concurrency_key ('' when none, else ':' followed by the key, so that an empty key
 --   is still a key; appended to the gate id, see gate_id in keys.lua),
---   skip_if_busy ('1': store nothing if the run's gate already admits max_concurrency
---   runs; ignored for a run that is not gated),
 --   rate (JSON text of its rate limits, [[limiter id, count, per], ...]; see rates.lua),
 --   timeout (seconds one attempt may execute, string),
 --   priority (integer, stored for reading), rank_offset (seconds; see ready.lua),
@@ -21,7 +19,7 @@
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 20
+local RUN_FIELDS = 19
 
 local function optional(value)
   if value == '' then
@@ -37,14 +35,13 @@ local function run_from_args(base)
     id = ARGV[base], workflow = ARGV[base + 1], queue = ARGV[base + 2],
     input = ARGV[base + 3], available_at = ARGV[base + 4], retry = optional(ARGV[base + 5]),
     hooks = optional(ARGV[base + 6]), idempotency_key = optional(ARGV[base + 7]),
-    gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 13]),
-    timeout = optional(ARGV[base + 14]), priority = optional(ARGV[base + 15]),
-    rank_offset = optional(ARGV[base + 16]), debounce = optional(ARGV[base + 17]),
-    debounce_until = optional(ARGV[base + 18]), trace = optional(ARGV[base + 19]),
+    gate_limit = optional(ARGV[base + 10]), rate = optional(ARGV[base + 12]),
+    timeout = optional(ARGV[base + 13]), priority = optional(ARGV[base + 14]),
+    rank_offset = optional(ARGV[base + 15]), debounce = optional(ARGV[base + 16]),
+    debounce_until = optional(ARGV[base + 17]), trace = optional(ARGV[base + 18]),
   }
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])
-    run.skip_if_busy = ARGV[base + 12] == '1'
   end
   return { run, ARGV[base + 8], ARGV[base + 9] }
 end
@@ -63,10 +60,9 @@ local function remembered(key, now)
   return nil
 end
 
--- Store the run of run_from_args unless its key or id is taken, it skips a busy gate or
--- it collapses into a debounced run. Returns nil and whether the caller must wake its
--- queue (see store_run) when it was stored, false when it was skipped (its key is not
--- remembered), else the id of the run already there (or collapsed into).
+-- Store the run of run_from_args unless its key or id is taken or it collapses into a
+-- debounced run. Returns nil and whether the caller must wake its queue (see store_run)
+-- when it was stored, else the id of the run already there (or collapsed into).
 local function enqueue_one(parsed, now)
   local run, expires_at, ttl_ms = parsed[1], parsed[2], parsed[3]
   local key = nil
@@ -77,13 +73,10 @@ local function enqueue_one(parsed, now)
       return earlier
     end
   end
-  -- Before the gate and debounce: a repeated enqueue (a client sending again after a
-  -- lost reply) finds its own run, which may fill the gate or be the debounced run.
+  -- Before debounce: a repeated enqueue (a client sending again after a lost reply)
+  -- finds its own run, which may be the debounced run.
   if run_exists(run.id) then
     return run.id
-  end
-  if run.skip_if_busy and gate_busy(run.gate, run.gate_limit) then
-    return false
   end
   local pending = run.debounce and debouncing().collapse(run, now)
   if pending then

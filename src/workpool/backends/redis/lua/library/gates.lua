@@ -53,11 +53,6 @@ local function gate_room(gate, limit)
   return count, count < tonumber(limit) and redis.call('ZCARD', gate_waiting_key(gate)) == 0
 end
 
--- Whether the gate already admits limit runs or more (a skip_if_busy run then skips).
-local function gate_busy(gate, limit)
-  return tonumber(redis.call('HGET', gates_key(), gate) or '0') >= tonumber(limit)
-end
-
 -- A gated run became queued (status set, in no queue index; with at_once, its field
 -- admitted is set too). count, at_once: gate_room's answer; offset: its rank_offset, or
 -- nil to read it. Admitted at once, it goes ready and the caller wakes its pair (returns
