@@ -22,10 +22,14 @@ import django
 
 django.setup()
 
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.test import override_settings  # noqa: E402
 
+from tests.django_database import use_test_database  # noqa: E402
 from tests.django_project.shop import tasks  # noqa: E402
 from tests.polling import wait_until  # noqa: E402
+from tests.postgres_server import DATABASE, PostgresServer  # noqa: E402
 from workpool.contrib.django.backend import WorkpoolBackend  # noqa: E402
 from workpool.contrib.django.compat import (  # noqa: E402
     InvalidTaskError,
@@ -317,3 +321,57 @@ def test_the_command_refuses_a_backend_that_is_not_workpools(
     assert worker.process is not None
     assert worker.process.wait(timeout=30) == 1
     assert "CommandError: TASKS has no backend 'nope': it has default" in worker.log()
+
+
+@pytest.mark.parametrize("backend_name", ["postgres"])
+async def test_on_postgresql_an_enqueue_inside_atomic_commits_and_rolls_back_with_it(
+    django_tasks: WorkpoolBackend, worker: Worker, postgres_server: PostgresServer
+) -> None:
+    use_test_database(postgres_server)
+
+    def enqueue_then(commit: bool) -> str:
+        with transaction.atomic():
+            result = tasks.add.enqueue(20, 1 if commit else 2)
+            transaction.set_rollback(not commit)
+        connection.close()  # this thread's, before the thread is reused
+        return result.id
+
+    kept = await asyncio.to_thread(enqueue_then, True)
+    dropped = await asyncio.to_thread(enqueue_then, False)
+    with pytest.raises(TaskResultDoesNotExist):
+        await tasks.add.aget_result(dropped)  # rolled back with the transaction
+    worker.start()
+    assert (await finished(await tasks.add.aget_result(kept), worker)).return_value == 21
+    assert [run.id for run in (await django_tasks.pool.list_runs()).runs] == [kept]
+    assert worker.stop() == 0, worker.log()
+
+
+@pytest.mark.parametrize("backend_name", ["postgres"])
+async def test_an_atomic_block_on_another_database_is_refused_with_what_to_set(
+    backend_url: str, postgres_server: PostgresServer
+) -> None:
+    use_test_database(postgres_server)
+    other_database = backend_url.replace(f"@/{DATABASE}?", "@/postgres?")
+
+    def enqueue_in_atomic() -> None:
+        try:
+            with transaction.atomic():
+                tasks.add.enqueue(1, 1)
+        finally:
+            connection.close()
+
+    with override_settings(TASKS=tasks_setting(other_database)):
+        try:
+            with pytest.raises(ImproperlyConfigured, match=r'OPTIONS\["DATABASE"\]'):
+                await asyncio.to_thread(enqueue_in_atomic)
+        finally:
+            backend = task_backends["default"]
+            assert isinstance(backend, WorkpoolBackend)
+            backend.pool.close()
+    with override_settings(TASKS=tasks_setting(other_database, DATABASE=None)):
+        try:
+            await asyncio.to_thread(enqueue_in_atomic)  # stored on its own, at once
+        finally:
+            backend = task_backends["default"]
+            assert isinstance(backend, WorkpoolBackend)
+            backend.pool.close()

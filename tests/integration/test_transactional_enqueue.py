@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import NullPool
 
+from tests.django_database import use_test_database
 from tests.integration.conftest import fast_worker
 from tests.postgres_server import DATABASE, PostgresServer
 from workpool import RunContext, Workpool
@@ -41,25 +42,6 @@ def sqlalchemy_url(server: PostgresServer, driver: str = "psycopg") -> str:
     )
 
 
-def configure_django(server: PostgresServer) -> None:
-    """Django settings naming the test server's database, in this process (once)."""
-    import django
-    from django.conf import settings
-
-    if settings.configured:
-        assert settings.DATABASES["default"]["PORT"] == server.port, "Django set up elsewhere"
-        return
-    database = {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": DATABASE,
-        "USER": DATABASE,
-        "HOST": str(server.directory),
-        "PORT": server.port,
-    }
-    settings.configure(DATABASES={"default": database}, USE_TZ=True)
-    django.setup()
-
-
 @contextlib.contextmanager
 def sync_transaction(kind: str, server: PostgresServer, commit: bool) -> Iterator[Any]:
     """A transaction open on a synchronous connection of ``kind``: yields what to pass as
@@ -82,7 +64,7 @@ def sync_transaction(kind: str, server: PostgresServer, commit: bool) -> Iterato
         finally:
             engine.dispose()
     else:
-        configure_django(server)
+        use_test_database(server)
         from django.db import connection as django_connection
         from django.db import transaction
 
@@ -331,7 +313,7 @@ async def test_what_cannot_be_joined_is_refused_with_what_to_do(
         await noop.run(1, connection=object())
 
     def outside_atomic() -> None:
-        configure_django(postgres_server)
+        use_test_database(postgres_server)
         from django.db import connection as django_connection
 
         try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -36,10 +37,12 @@ from workpool.errors import ConfigurationError, RunNotFoundError
 from workpool.models import Run
 from workpool.validation import check_name
 
-OPTIONS = ("URL", "APP", "PREFIX")
+OPTIONS = ("URL", "APP", "PREFIX", "DATABASE")
 """The keys of a backend's OPTIONS: the store's URL (default ``$WORKPOOL_URL``, else
-``sqlite:///workpool.db``), the app name its workers register (default ``django``) and
-the store's prefix (default ``workpool``)."""
+``sqlite:///workpool.db``), the app name its workers register (default ``django``), the
+store's prefix (default ``workpool``) and the Django database whose
+``transaction.atomic()`` an enqueue joins (default ``"default"`` when the store is on
+PostgreSQL, else None: never)."""
 
 _pools: dict[tuple[str, str | None, str, str], tuple[Workpool, Workflow[TaskCall, Any]]] = {}
 _pools_lock = threading.Lock()
@@ -70,6 +73,10 @@ class WorkpoolBackend(BaseTaskBackend):
             )
         except ConfigurationError as error:
             raise ImproperlyConfigured(f"TASKS[{alias!r}]: {error}") from error
+        on_postgres = urlsplit(self.pool.url).scheme in ("postgresql", "postgres")
+        self._database: str | None = self.options.get(
+            "DATABASE", "default" if on_postgres else None
+        )
 
     def validate_task(self, task: Task[Any, Any]) -> None:
         """Django's checks, and a queue name workpool can store."""
@@ -82,11 +89,27 @@ class WorkpoolBackend(BaseTaskBackend):
     def enqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
         """Store the call as a run; returns its READY result."""
         call = self._call(task, args, kwargs)
-        handle = self._workflow.run_sync(call, **self._enqueue_options(task))
+        options = self._enqueue_options(task)
+        joined = self._atomic_connection()
+        try:
+            if joined is None:
+                handle = self._workflow.run_sync(call, **options)
+            else:
+                handle = self._workflow.run_sync(call, connection=joined, **options)
+        except ConfigurationError as error:
+            if joined is None:
+                raise
+            raise ImproperlyConfigured(
+                f"TASKS[{self.alias!r}]: an enqueue inside transaction.atomic() joins the "
+                f"transaction of database {self._database!r}, and could not: {error}. Set "
+                'OPTIONS["DATABASE"] to the alias of the database the URL names, or to '
+                "None to store each task on its own"
+            ) from error
         return self._enqueued(task, handle.id, call)
 
     async def aenqueue(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskResult[Any]:
-        """``enqueue`` on the running event loop (no thread)."""
+        """``enqueue`` on the running event loop (no thread), on its own: Django's
+        transactions are synchronous, so there is none to join here."""
         call = self._call(task, args, kwargs)
         handle = await self._workflow.run(call, **self._enqueue_options(task))
         return self._enqueued(task, handle.id, call)
@@ -111,6 +134,16 @@ class WorkpoolBackend(BaseTaskBackend):
         """The options of the run that stores a call of ``task``: the one place that
         decides how a task's enqueue is written."""
         return {"queue": task.queue_name, "priority": task.priority, "run_at": task.run_after}
+
+    def _atomic_connection(self) -> Any:
+        """Django's connection to ``DATABASE`` if it is inside ``transaction.atomic()``
+        (the enqueue then joins its transaction), else None."""
+        if self._database is None:
+            return None
+        from django.db import connections
+
+        connection = connections[self._database]
+        return connection if connection.in_atomic_block else None
 
     def _call(self, task: Task[Any, Any], args: Any, kwargs: Any) -> TaskCall:
         """The run's input, once the task is one the worker can import by its path."""
