@@ -29,11 +29,10 @@ from workpool.backends.postgres.migrate import migrate_url
 async def _enqueue_for(url: str, callers: int, start_at: float, seconds: float) -> int:
     backend = await open_backend(url)
     done = 0
+    await asyncio.sleep(max(0.0, start_at - time.time()))
 
     async def caller() -> None:
         nonlocal done
-        while time.time() < start_at:
-            await asyncio.sleep(0.001)
         while time.time() < start_at + seconds:
             now = time.time()
             await backend.enqueue([new_run(now)], now)
@@ -53,7 +52,7 @@ def _process(
 
 
 def measure(url: str, processes: int, callers: int, seconds: float) -> float:
-    """Runs enqueued per second by ``processes`` × ``callers`` concurrent callers."""
+    """Runs enqueued per second by ``processes`` times ``callers`` concurrent callers."""
     results: multiprocessing.Queue[int] = multiprocessing.Queue()
     start_at = time.time() + 1.5  # every process connected before the clock starts
     started = [

@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, errors
@@ -78,6 +78,19 @@ class Database:
                 await asyncio.sleep(random.uniform(0, 0.002 * attempt))
             except (psycopg.OperationalError, psycopg.InterfaceError) as error:
                 raise unavailable(self.target, error) from error
+
+    async def autocommit(self, query: bytes, parameters: Mapping[str, Any]) -> None:
+        """Run one statement as a transaction of its own, in one round trip (no BEGIN
+        or COMMIT of the client's)."""
+        try:
+            async with self._pool.connection() as connection:
+                await connection.set_autocommit(True)
+                try:
+                    await connection.execute(query, parameters)
+                finally:
+                    await connection.set_autocommit(False)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            raise unavailable(self.target, error) from error
 
     async def close(self) -> None:
         """Close the pool's idle connections (the others as they are given back)."""
