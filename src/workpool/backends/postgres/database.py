@@ -1,8 +1,11 @@
 """The backend's connections: a pool (``pool.py``) of psycopg async connections on the
 pool's schema, and the transaction every operation runs in.
 
-Every connection has ``search_path`` set to the schema (libpq's ``options``), so the
-queries name tables without it. ``open`` connects once on its own first, so an
+The connections are in autocommit mode, and a transaction begins with ``BEGIN; SET
+LOCAL search_path TO <schema>`` in one round trip, so the queries name tables without
+the schema. Not libpq's ``options`` at connect: PgBouncer refuses that startup
+parameter, and in transaction mode a session's settings would not follow it from one
+transaction to the next. ``open`` connects once on its own first, so an
 unreachable server or a bad URL fails at once, and migrates the schema on that
 connection. A transaction that PostgreSQL aborts to break a deadlock between two
 operations (each locks rows the other needs) wrote nothing, so it is run again, up to
@@ -42,6 +45,8 @@ class Database:
     def __init__(self, target: PostgresTarget, pool: ConnectionPool) -> None:
         self.target = target
         self._pool = pool
+        # The schema is a lower-case identifier (url.py), safe to quote so.
+        self._begin = f'BEGIN; SET LOCAL search_path TO "{target.schema}"'.encode()
 
     @classmethod
     async def open(cls, target: PostgresTarget) -> Database:
@@ -70,7 +75,7 @@ class Database:
         while True:
             try:
                 async with self._pool.connection(urgent=urgent) as connection:
-                    return await _committed(connection, work)
+                    return await _committed(connection, self._begin, work)
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 attempt += 1
                 if attempt > DEADLOCK_RETRIES:
@@ -80,15 +85,10 @@ class Database:
                 raise unavailable(self.target, error) from error
 
     async def autocommit(self, query: bytes, parameters: Mapping[str, Any]) -> None:
-        """Run one statement as a transaction of its own, in one round trip (no BEGIN
-        or COMMIT of the client's)."""
+        """Run one statement as a transaction of its own, in one round trip."""
         try:
             async with self._pool.connection() as connection:
-                await connection.set_autocommit(True)
-                try:
-                    await connection.execute(query, parameters)
-                finally:
-                    await connection.set_autocommit(False)
+                await connection.execute(query, parameters)
         except (psycopg.OperationalError, psycopg.InterfaceError) as error:
             raise unavailable(self.target, error) from error
 
@@ -98,13 +98,16 @@ class Database:
 
 
 async def _committed(
-    connection: AsyncConnection[DictRow], work: Callable[[AsyncConnection[DictRow]], Awaitable[T]]
+    connection: AsyncConnection[DictRow],
+    begin: bytes,
+    work: Callable[[AsyncConnection[DictRow]], Awaitable[T]],
 ) -> T:
-    """``work`` and a commit; a rollback if it raised. Cancelled (a Ctrl-C, a timeout)
+    """``begin``, ``work`` and a commit; a rollback if it raised. Cancelled (a Ctrl-C, a timeout)
     while a command was on the wire, the connection is closed instead: PostgreSQL
     refuses a rollback until that command's reply is read, and ends the transaction
     itself when the session goes."""
     try:
+        await connection.execute(begin)
         result = await work(connection)
         await connection.commit()
     except Exception:
