@@ -46,6 +46,10 @@ class ConnectionPool:
             row_factory=dict_row,
             autocommit=True,
             connect_timeout=max(1, int(self._connect_seconds)),
+            # No named prepared statements: PgBouncer in transaction mode (before 1.21)
+            # runs each transaction on any server session, where a statement this
+            # connection prepared is missing, or one of another client's name exists.
+            prepare_threshold=None,
         )
 
     @asynccontextmanager

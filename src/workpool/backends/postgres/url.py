@@ -51,7 +51,8 @@ def parse_postgres_url(url: str) -> PostgresTarget:
             f"in PostgreSQL URL {describe_postgres_url(url)!r}, schema must be a lower-case "
             f"identifier (letters, digits, _; at most 63), got {schema!r}"
         )
-    listen = _option(url, options, "listen") or "on"
+    listen = _option(url, options, "listen")
+    listen = "on" if listen is None else listen
     if listen not in _LISTEN:
         raise ConfigurationError(
             f"in PostgreSQL URL {describe_postgres_url(url)!r}, listen must be on or off "
