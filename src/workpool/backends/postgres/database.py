@@ -9,7 +9,9 @@ transaction to the next. ``open`` connects once on its own first, so an
 unreachable server or a bad URL fails at once, and migrates the schema on that
 connection. A transaction that PostgreSQL aborts to break a deadlock between two
 operations (each locks rows the other needs) wrote nothing, so it is run again, up to
-``DEADLOCK_RETRIES`` times; any other lost connection is the caller's outage
+``DEADLOCK_RETRIES`` times. A pooled connection found dead at BEGIN (the server
+restarted, or ended that session) is replaced at once; any other lost connection is the
+caller's outage
 (``BackendUnavailableError``), as a Redis or SQLite error is.
 """
 
@@ -26,7 +28,7 @@ from psycopg import AsyncConnection, errors
 from psycopg.rows import DictRow
 
 from workpool.backends.postgres.migrate import migrate
-from workpool.backends.postgres.pool import ConnectionPool
+from workpool.backends.postgres.pool import URGENT_SLOTS, ConnectionPool
 from workpool.backends.postgres.url import PostgresTarget, unavailable
 
 T = TypeVar("T")
@@ -71,11 +73,17 @@ class Database:
         """Run ``work`` in one transaction on a pooled connection and commit; again if
         PostgreSQL aborted it to break a deadlock. ``urgent``: on a connection kept for
         operations that must not wait behind the others (see ``pool``)."""
-        attempt = 0
+        attempt = stale = 0
         while True:
             try:
                 async with self._pool.connection(urgent=urgent) as connection:
                     return await _committed(connection, self._begin, work)
+            except _StaleConnectionError as error:
+                # Closed by a server restart or pg_terminate_backend while idle in the
+                # pool: the next one (a new one once the idle are used up) is tried.
+                stale += 1
+                if stale > POOL_SIZE + URGENT_SLOTS:
+                    raise unavailable(self.target, error.__cause__ or error) from error
             except (errors.DeadlockDetected, errors.SerializationFailure) as error:
                 attempt += 1
                 if attempt > DEADLOCK_RETRIES:
@@ -97,6 +105,10 @@ class Database:
         await self._pool.close()
 
 
+class _StaleConnectionError(Exception):
+    """A transaction's BEGIN failed for its connection: nothing of its work was sent."""
+
+
 async def _committed(
     connection: AsyncConnection[DictRow],
     begin: bytes,
@@ -107,7 +119,10 @@ async def _committed(
     refuses a rollback until that command's reply is read, and ends the transaction
     itself when the session goes."""
     try:
-        await connection.execute(begin)
+        try:
+            await connection.execute(begin)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as error:
+            raise _StaleConnectionError from error
         result = await work(connection)
         await connection.commit()
     except Exception:
