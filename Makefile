@@ -37,13 +37,18 @@ chromium:
 
 # The PostgreSQL backend's tests start their own server (tests/postgres_server.py: initdb
 # into a temporary directory, pg_ctl on a free port) with Debian's PostgreSQL binaries,
-# installed with apt when no initdb is found (the test session never uses a running one).
+# installed with apt when no initdb is found (the test session never uses a running one),
+# and Debian's pgbouncer (tests/pgbouncer.py puts one in front of it, transaction mode).
 postgresql:
 	@{ command -v pg_config >/dev/null 2>&1 && test -x "$$(pg_config --bindir)/initdb"; } || \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
 		echo "installing Debian's postgresql for the PostgreSQL backend's tests"; \
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
+	@command -v pgbouncer >/dev/null 2>&1 || test -x /usr/sbin/pgbouncer || { \
+		echo "installing Debian's pgbouncer for the PostgreSQL backend's PgBouncer tests"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq pgbouncer >/dev/null; }
 
 # Two test processes: each starts its own redis-server; tests wait on I/O far more than
 # they compute, so this halves the time on 2 cores. A single test: .venv/bin/pytest PATH.

@@ -25,6 +25,7 @@ from benchmarks import (
     peers,
 )
 from benchmarks.harness import Env, Workload
+from benchmarks.postgres_store import PostgresStore
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
 from benchmarks.runner import run_workload
 from benchmarks.stores import RedisStore, SqliteStore, Store
@@ -43,7 +44,7 @@ WORKLOADS: tuple[Workload, ...] = (
     b10_retention.WORKLOAD,
     peers.WORKLOAD,
 )
-BACKENDS = ("sqlite", "redis")
+BACKENDS = ("sqlite", "redis", "postgres")
 SKIPPED_WHEN_QUICK = frozenset({"B8", "B10", "PEERS"})
 """Left out of --quick unless named in --only: B8 and PEERS are comparisons, not bars
 (PEERS needs the peers extra: make bench-peers); B10 runs 100,000 runs (all three keep
@@ -60,7 +61,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="comma-separated workload ids, e.g. B1,B3 or PEERS (default: all; "
         "--quick: all but B8, B10 and PEERS)",
     )
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis")
+    parser.add_argument("--backends", default="sqlite,redis", help="sqlite,redis,postgres")
     parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")
     parser.add_argument(
         "--retries",
@@ -88,13 +89,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
-    """A SQLite store in ``work`` and a private redis-server, as needed."""
+    """A SQLite store in ``work``, a private redis-server and PostgreSQL, as needed."""
     stores: dict[str, Store] = {}
     if "sqlite" in backends:
         (work / "sqlite").mkdir()
         stores["sqlite"] = SqliteStore(work / "sqlite")
     if "redis" in backends:
         stores["redis"] = RedisStore()
+    if "postgres" in backends:
+        stores["postgres"] = PostgresStore()
     return stores
 
 

@@ -2,8 +2,8 @@
 
 Each state transition is one transaction on a pooled connection (see ``operations`` and
 ``database``), validated before its first write; reads are one statement, or one
-snapshot. Idle workers are woken by ``NOTIFY`` from the commits that make work
-runnable (see ``listening``).
+snapshot. Idle workers are woken by a ``NOTIFY`` sent after each commit that makes
+work runnable (see ``notifying`` and ``listening``).
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from workpool.backends.base import (
 )
 from workpool.backends.postgres.database import Database
 from workpool.backends.postgres.listening import Listener
+from workpool.backends.postgres.notifying import Notifier
 from workpool.backends.postgres.operations import Operations
 from workpool.backends.postgres.reads import Reads
 from workpool.backends.postgres.sql import load_queries
@@ -60,7 +61,8 @@ class PostgresBackend:
     def __init__(self, database: Database) -> None:
         self._database = database
         self._queries = load_queries()
-        self._listener = Listener(database.target)
+        self._listener = Listener(database.target, self._notify)
+        self._notifier = Notifier(lambda queues: self._notify(database.target.channel, queues))
         self._endings: set[asyncio.Future[None]] = set()
         """``finish`` and ``release`` calls in flight, which a claim lets commit first."""
 
@@ -74,18 +76,28 @@ class PostgresBackend:
     async def _transact(
         self, operation: Callable[[Operations], Awaitable[T]], *, urgent: bool = False
     ) -> T:
-        """Run ``operation`` in one transaction, with its counters and its wake-ups
-        (``urgent``: see ``Database.transaction``)."""
-        channel = self._database.target.channel
+        """Run ``operation`` in one transaction with its counters, then wake the workers
+        of the queues it made work runnable in (``urgent``: see ``Database.transaction``)."""
+        woken: set[str] = set()
 
         async def work(connection: AsyncConnection[DictRow]) -> T:
-            operations = Operations(connection, self._queries, channel)
+            operations = Operations(connection, self._queries)
             result = await operation(operations)
             await operations.flush_counters()
-            await operations.notify_woken()
+            woken.clear()  # of an attempt a deadlock undid
+            woken.update(operations.woken)
             return result
 
-        return await self._database.transaction(work, urgent=urgent)
+        result = await self._database.transaction(work, urgent=urgent)
+        if woken:
+            self._listener.woken_here(woken)
+            await self._notifier.notify(woken)
+        return result
+
+    async def _notify(self, channel: str, payloads: list[str]) -> None:
+        """NOTIFY ``channel`` once per payload, in a transaction of its own."""
+        parameters = {"channel": channel, "queues": payloads}
+        await self._database.autocommit(self._queries["notify"].encode(), parameters)
 
     async def _ending(self, operation: Callable[[Operations], Awaitable[T]]) -> T:
         """Run an operation that ends runs (frees gate places and queue capacity), noted
@@ -148,11 +160,13 @@ class PostgresBackend:
         if self._endings:
             await asyncio.wait(list(self._endings))
         self._listener.claim_started()
-        return await self._transact(
+        result = await self._transact(
             lambda ops: ops.claim(
                 queues, worker_id, limit, lease_seconds, max_lease_losses, now, workflows, alone
             )
         )
+        self._listener.claim_ended(bool(result.runs))
+        return result
 
     async def renew(
         self,
@@ -357,5 +371,6 @@ class PostgresBackend:
 
     async def close(self) -> None:
         """Stop listening, end every wait and close the pool's connections. Idempotent."""
+        await self._notifier.close()
         await self._listener.close()
         await self._database.close()

@@ -149,10 +149,13 @@ class JoinedTransaction:
                 "names it), or leave out connection="
             )
         try:
-            operations = Operations(self._statements, _queries(), self._target.channel)
+            queries = _queries()
+            operations = Operations(self._statements, queries)
             result = await operation(operations)
             await operations.flush_counters()
-            await operations.notify_woken()
+            if operations.woken:  # sent by PostgreSQL at the caller's commit, or never
+                parameters = {"channel": self._target.channel, "queues": sorted(operations.woken)}
+                await self._statements.execute(queries["notify_at_commit"].encode(), parameters)
         finally:
             # After a statement failed the caller can only roll back, which restores it.
             if not self._statements.failed():

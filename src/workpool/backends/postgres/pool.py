@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from psycopg import AsyncConnection, pq
 from psycopg.rows import DictRow, dict_row
@@ -29,7 +28,7 @@ URGENT_SLOTS = 2
 
 
 class ConnectionPool:
-    """At most ``size`` connections to one schema (``search_path`` set at connect), and
+    """At most ``size`` autocommit connections (each transaction sends its BEGIN), and
     ``URGENT_SLOTS`` more for urgent callers, who so never queue behind the others (a
     fan-out of 50 steps once held a renewal back until the lease was lost)."""
 
@@ -42,11 +41,16 @@ class ConnectionPool:
         self._closed = False
 
     async def _connect(self) -> Connection:
-        options: dict[str, Any] = {
-            "options": f"-c search_path={self._target.schema}",
-            "connect_timeout": max(1, int(self._connect_seconds)),
-        }
-        return await AsyncConnection.connect(self._target.conninfo, row_factory=dict_row, **options)
+        return await AsyncConnection.connect(
+            self._target.conninfo,
+            row_factory=dict_row,
+            autocommit=True,
+            connect_timeout=max(1, int(self._connect_seconds)),
+            # No named prepared statements: PgBouncer in transaction mode (before 1.21)
+            # runs each transaction on any server session, where a statement this
+            # connection prepared is missing, or one of another client's name exists.
+            prepare_threshold=None,
+        )
 
     @asynccontextmanager
     async def connection(self, *, urgent: bool = False) -> AsyncIterator[Connection]:

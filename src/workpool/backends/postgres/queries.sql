@@ -779,8 +779,16 @@ LEFT JOIN published ON published.run_id = runs.id AND published.key = %(key)s
 WHERE runs.id = %(id)s;
 
 -- name: notify
--- Wake the listeners of :channel for :queue, when the transaction commits.
-SELECT pg_notify(%(channel)s, %(queue)s);
+-- Wake the listeners of :channel for each of :queues, when the transaction commits; the
+-- commit does not wait for its WAL flush (see notifying.py: a lost wake-up costs a poll,
+-- and the database-wide lock NOTIFY holds through the commit is released sooner).
+SELECT set_config('synchronous_commit', 'off', true), pg_notify(%(channel)s, queue)
+FROM unnest(%(queues)s::text[]) AS queue;
+
+-- name: notify_at_commit
+-- Wake the listeners of :channel for each of :queues when the caller's transaction
+-- commits (joined.py): its commit, so its durability settings are left as they are.
+SELECT pg_notify(%(channel)s, queue) FROM unnest(%(queues)s::text[]) AS queue;
 
 -- name: runs_to_check
 -- The columns of the runs :ids that a claim or a reap checks before it leases or reaps

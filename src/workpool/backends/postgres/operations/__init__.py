@@ -3,7 +3,7 @@
 The same parts as the SQLite backend's operations (``backends/sqlite/operations``), as
 coroutines over psycopg's async connection, with row locks where SQLite had its single
 writer. An ``Operations`` object lives for one transaction and collects ``woken``: the
-queues that received runnable work, notified (``NOTIFY``) before the commit.
+queues that received runnable work, notified (``NOTIFY``) after the commit.
 
 - ``transaction.py``  connection, named queries, ``woken``, counters, queue settings
 - ``admission.py``    concurrency gates and rate-limit reservations (locked rows)

@@ -1,7 +1,8 @@
 """The state of one transaction that every part of ``Operations`` shares.
 
 A ``Transaction`` holds the connection and the named queries, collects ``woken`` (the
-queues that received runnable work: their listeners are notified at commit), the
+queues that received runnable work: their listeners are notified after the commit, see
+``notifying``), the
 counters this transaction adds (written once per minute and pair by
 ``flush_counters``), and caches each queue's settings for the transaction.
 """
@@ -54,10 +55,9 @@ class Connection(Protocol):
 class Transaction:
     """Statements on one connection inside one transaction, and what they collect."""
 
-    def __init__(self, connection: Connection, queries: Mapping[str, str], channel: str) -> None:
+    def __init__(self, connection: Connection, queries: Mapping[str, str]) -> None:
         self._connection = connection
         self._queries = queries
-        self._channel = channel
         self.woken: set[str] = set()
         self._counts: dict[tuple[int, str, str], list[float]] = {}
         self._queue_settings: dict[str, QueueSettings] = {}
@@ -112,12 +112,6 @@ class Transaction:
                     counts[name] = int(counts[name])
             await self._run("add_counters", minute=minute, queue=queue, workflow=workflow, **counts)
         self._counts.clear()
-
-    async def notify_woken(self) -> None:
-        """Notify the listeners of each woken queue; PostgreSQL delivers at commit, once per
-        distinct (channel, payload) of the transaction."""
-        for queue in sorted(self.woken):
-            await self._one("notify", channel=self._channel, queue=queue)
 
 
 def settings_from_row(queue: str, row: Row | None) -> QueueSettings:
