@@ -202,7 +202,7 @@ SELECT min(wake_at) AS wake_at FROM (
 -- earliest first, with their status (runs_deadlines).
 SELECT id, status FROM runs
 WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
-    AND queue = :queue AND deadline <= :now
+    AND queue = :queue AND deadline <= :now AND isolate < 2
 ORDER BY deadline
 LIMIT :batch;
 
