@@ -32,10 +32,12 @@ async def test_runs_past_their_deadline_fail_in_a_worker_process(
             assert isinstance(failure.value, RunFailedError)
         sleeping = await pool.get_run(sleeper.id)
         assert sleeping.deadline is not None
-        assert sleeping.error is not None and "while suspended" in sleeping.error.message
+        assert sleeping.error is not None
+        assert "while suspended" in sleeping.error.message
         retried = await pool.get_run(stubborn.id)
         assert retried.attempts >= 2, retried
-        assert retried.finished_at is not None and retried.deadline is not None
+        assert retried.finished_at is not None
+        assert retried.deadline is not None
         assert retried.finished_at <= retried.deadline + deadline_app.DEADLINE
         await wait_until(lambda: len(workers.lines("failed")) >= 2, limit=30)
         failed = sorted(row[0] for row in workers.lines("failed"))
