@@ -177,6 +177,7 @@ class Workpool(Client):
         rate_limit: RateLimit | None = None,
         timeout: timedelta | float | None = None,
         priority: int = 0,
+        deadline: timedelta | float | None = None,
     ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
@@ -205,6 +206,10 @@ class Workpool(Client):
             priority: the priority of its runs that give none (their children, hooks
                 and cron ticks included): a whole number from -100 to 100, higher first
                 within a queue (see ``queue(priority_aging=...)``); default 0.
+            deadline: how long after its enqueue each run must have ended, across
+                every attempt, backoff and durable wait (timedelta or seconds; None: no
+                deadline); past it the run fails with ``DeadlineExceededError`` wherever
+                it is, not retried. A run's own ``deadline=`` wins.
         """
         if name is not None:
             check_name(name, what="workflow name")
@@ -230,6 +235,7 @@ class Workpool(Client):
                 rate_limit=rate_limit,
                 timeout=timeout,
                 priority=priority,
+                deadline=deadline,
             )
             self.registry.add(definition)
             return definition

@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from workpool.backends.base import CompletionHook, Enqueued, NewRun, RateLimitSpec
@@ -118,12 +119,13 @@ def build_new_run(
     if options.debounce_max is not None:
         most = duration_seconds(options.debounce_max, what="debounce_max", positive=True)
         debounce_until = check_time(now + most, what="debounce_max (the latest start)")
+    available_at = _available_at(options, now)
     return NewRun(
         id=new_run_id(now),
         workflow=check_name(prepared.workflow, what="workflow name"),
         queue=check_name(queue, what="queue name"),
         input=prepared.input_json,
-        available_at=_available_at(options, now),
+        available_at=available_at,
         retry=stored_retry(retry),
         hooks=_hooks(registry, settings, options, definition, trace_context),
         idempotency_key=options.idempotency_key,
@@ -142,6 +144,7 @@ def build_new_run(
         else options.debounce_key or prepared.workflow,
         debounce_until=debounce_until,
         trace_context=trace_context,
+        deadline=_deadline(options, definition, now, available_at),
     )
 
 
@@ -198,6 +201,33 @@ def _available_at(options: RunOptions, now: float) -> float:
         window = duration_seconds(options.debounce, what="debounce", positive=True)
         return check_time(now + window, what="debounce (the end of the run's window)")
     return now
+
+
+def _deadline(
+    options: RunOptions, definition: Workflow[Any, Any] | None, now: float, start: float
+) -> float | None:
+    """The run's deadline (its own, else its workflow's), refused when it is not after
+    now and after the run's start."""
+    given = options.deadline
+    if given is None and definition is not None:
+        given = definition.deadline
+    if given is None:
+        return None
+    if isinstance(given, datetime):
+        deadline = timestamp_of(given, what="deadline")
+    else:
+        seconds = timeout_seconds(given, what="deadline")
+        deadline = check_time(now + seconds, what="deadline (the time the run must end by)")
+    if deadline <= max(now, start):
+        raise ConfigurationError(
+            f"deadline {_iso(deadline)} is not after the run's start ({_iso(max(now, start))}): "
+            "give a later deadline, or an earlier run_at/run_after"
+        )
+    return deadline
+
+
+def _iso(stamp: float) -> str:
+    return datetime.fromtimestamp(stamp, UTC).isoformat()
 
 
 def _hooks(

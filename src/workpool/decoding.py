@@ -60,6 +60,7 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         timeout=None if record.timeout is None else timedelta(seconds=record.timeout),
         progress=_decode(record, "progress", record.progress),
         batch_id=record.batch_id,
+        deadline=None if record.deadline is None else _time(record.deadline),
     )
 
 
@@ -165,11 +166,9 @@ def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
 def status_of(run: Run) -> RunStatus:
     """The short, Convex-shaped status of a run."""
     if run.status in ("scheduled", "queued"):
-        return Pending(previous_attempts=run.attempts)
-    if run.status == "running":
-        return Running(previous_attempts=max(run.attempts - 1, 0))
-    if run.status == "suspended":  # its attempt goes on when it resumes
-        return Running(previous_attempts=max(run.attempts - 1, 0))
+        return Pending(previous_attempts=run.attempts, deadline=run.deadline)
+    if run.status in ("running", "suspended"):  # a suspended run's attempt goes on
+        return Running(previous_attempts=max(run.attempts - 1, 0), deadline=run.deadline)
     if run.status == "succeeded":
         return Finished(Success(output=run.output))
     if run.status == "failed":

@@ -16,12 +16,13 @@ from workpool.errors import ConfigurationError
 from workpool.handles import RunHandle
 from workpool.models import OnComplete
 from workpool.options import RateLimit, RetryPolicy
-from workpool.serialization import from_json, to_json
+from workpool.serialization import from_json, handler_adapters, to_json
 from workpool.sync import Portal, call_sync, refuse_in_event_loop
 from workpool.validation import (
     check_count,
     check_name,
     check_priority,
+    deadline_given,
     duration_seconds,
     timeout_seconds,
     timestamp_of,
@@ -58,6 +59,7 @@ class RunOptions:
     on_complete: Workflow[Any, Any] | str | None = None
     context: Any = None
     timeout: timedelta | float | None = None
+    deadline: timedelta | float | datetime | None = None
     priority: int | None = None
     debounce: timedelta | float | None = None
     debounce_key: str | None = None
@@ -78,12 +80,17 @@ class RunOptions:
         if self.queue is not None:
             check_name(self.queue, what="queue name")
         self._check_completion()
-        if self.timeout is not None:
-            timeout_seconds(self.timeout, what="timeout")
+        self._check_limits()
         if self.debounce is not None or self.debounce_key is not None:
             self._check_debounce()
         elif self.debounce_max is not None:
             raise ConfigurationError("debounce_max bounds a debounce: give debounce=... too")
+
+    def _check_limits(self) -> None:
+        if self.timeout is not None:
+            timeout_seconds(self.timeout, what="timeout")
+        if self.deadline is not None:
+            deadline_given(self.deadline, what="deadline")
 
     def _check_debounce(self) -> None:
         if self.debounce is None:
@@ -206,6 +213,7 @@ class Workflow(Generic[InputT, OutputT]):
         rate_limit: RateLimit | None = None,
         timeout: timedelta | float | None = None,
         priority: int = 0,
+        deadline: timedelta | float | None = None,
     ) -> None:
         check_priority(priority, what=f"workflow {name!r}: priority")
         if max_concurrency is not None:
@@ -238,10 +246,14 @@ class Workflow(Generic[InputT, OutputT]):
             else timeout_seconds(timeout, what=f"workflow {name!r}: timeout")
         )
         """Seconds one attempt of a run may execute (None: no limit); a run's own wins."""
+        self.deadline = None
+        if deadline is not None:
+            self.deadline = timeout_seconds(deadline, what=f"workflow {name!r}: deadline")
+        """Seconds from enqueue by which each run must have ended (None: no deadline)."""
         self.priority = priority
         """The priority of its runs that do not give one (children and hooks included)."""
         self.is_async = inspect.iscoroutinefunction(handler)
-        self.input_adapter, self.output_adapter = _adapters_for(handler, name)
+        self.input_adapter, self.output_adapter = handler_adapters(handler, name)
         for trigger in self.cron:
             if not isinstance(trigger, Cron):
                 raise ConfigurationError(
@@ -308,6 +320,7 @@ class Workflow(Generic[InputT, OutputT]):
         on_complete: Workflow[Any, Any] | str | None = None,
         context: Any = None,
         timeout: timedelta | float | None = None,
+        deadline: timedelta | float | datetime | None = None,
         priority: int | None = None,
         debounce: timedelta | float | None = None,
         debounce_key: str | None = None,
@@ -332,6 +345,9 @@ class Workflow(Generic[InputT, OutputT]):
                 value JSON would change is a PayloadError); needs ``on_complete``.
             timeout: the longest one attempt of this run may execute (timedelta or
                 seconds), instead of the workflow's ``timeout``.
+            deadline: when the whole run (every attempt, backoff and wait) must have
+                ended: a timedelta (or seconds) from now, or an aware datetime; instead
+                of the workflow's ``deadline``. Past it the run fails, not retried.
             priority: a whole number from -100 to 100, higher first within a queue;
                 None uses the workflow's ``priority`` (default 0).
             debounce: a window (timedelta or seconds): the run starts once no other run
@@ -355,6 +371,7 @@ class Workflow(Generic[InputT, OutputT]):
             on_complete=on_complete,
             context=context,
             timeout=timeout,
+            deadline=deadline,
             priority=priority,
             debounce=debounce,
             debounce_key=debounce_key,
@@ -421,30 +438,3 @@ def _check_options(
             f"workflow {name!r}: concurrency_key must be a function of the run's input "
             f"(e.g. lambda order: order.customer_id), got {concurrency_key!r}"
         )
-
-
-def _adapters_for(
-    handler: Callable[..., Any], name: str
-) -> tuple[TypeAdapter[Any] | None, TypeAdapter[Any] | None]:
-    parameters = list(inspect.signature(handler).parameters.values())
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if len(positional) != 2:
-        raise ConfigurationError(
-            f"workflow {name!r}: the handler must take exactly two arguments (ctx, input), "
-            f"it takes {len(positional)}"
-        )
-    try:
-        hints = typing.get_type_hints(handler)
-    except NameError as error:
-        raise ConfigurationError(
-            f"workflow {name!r}: cannot resolve the handler's type annotations ({error})"
-        ) from error
-    input_hint = hints.get(positional[1].name)
-    output_hint = hints.get("return")
-    return _adapter(input_hint), _adapter(output_hint)
-
-
-def _adapter(hint: Any) -> TypeAdapter[Any] | None:
-    if hint is None or hint is Any or hint is object or hint is type(None):
-        return None
-    return TypeAdapter(hint)

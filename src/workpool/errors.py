@@ -11,6 +11,7 @@
     ├── BatchClosedError            runs added to a batch that was closed
     ├── CorruptRecordError          a stored record cannot be read back
     ├── RunFailedError              RunHandle.result(): the run ended failed
+    │   └── DeadlineExceededError   ... because it passed its whole-run deadline
     ├── RunCanceledError            RunHandle.result(), ctx.step.run_workflow(): canceled
     ├── StepTimeoutError            a step ran (or waited for its child) over its timeout
     ├── RunTimeoutError             an attempt executed longer than its run's timeout
@@ -121,6 +122,20 @@ class RunFailedError(WorkpoolError):
         self.run_id = run_id
         self.error = error
         super().__init__(f"run {run_id} failed: {error.type}: {error.message}")
+
+
+class DeadlineExceededError(RunFailedError):
+    """The run ended ``failed`` because its ``deadline`` passed (wherever it was: waiting,
+    backing off, suspended or running); it is not retried. Stored as the error type
+    ``DeadlineExceededError``."""
+
+
+def failed_error(run_id: str, error: Any) -> RunFailedError:
+    """The error a failed run raises: DeadlineExceededError for a run its deadline
+    ended, else RunFailedError."""
+    if getattr(error, "type", None) == DeadlineExceededError.__name__:
+        return DeadlineExceededError(run_id, error)
+    return RunFailedError(run_id, error)
 
 
 class RunCanceledError(WorkpoolError):

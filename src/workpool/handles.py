@@ -10,7 +10,7 @@ from pydantic import TypeAdapter
 
 from workpool.backends.base import Backend, CancelResult
 from workpool.decoding import require_run, status_of
-from workpool.errors import ResultTimeoutError, RunCanceledError, RunFailedError, WorkpoolError
+from workpool.errors import ResultTimeoutError, RunCanceledError, WorkpoolError, failed_error
 from workpool.models import Run, RunStatus
 from workpool.sync import Portal, call_sync
 from workpool.validation import duration_seconds
@@ -96,7 +96,7 @@ class RunHandle(Generic[OutputT]):
         except TimeoutError:
             run = await self._timed_out(seconds)
         if run.status == "failed":
-            raise RunFailedError(self.id, run.error)
+            raise failed_error(self.id, run.error)
         if run.status == "canceled":
             raise RunCanceledError(self.id, run.cancel_reason)
         if self._output_adapter is not None:

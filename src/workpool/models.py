@@ -89,6 +89,8 @@ class Pending:
 
     previous_attempts: int
     state: Literal["pending"] = "pending"
+    deadline: datetime | None = None
+    """When the whole run must have ended, if it has a deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,8 @@ class Running:
 
     previous_attempts: int
     state: Literal["running"] = "running"
+    deadline: datetime | None = None
+    """When the whole run must have ended, if it has a deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +173,9 @@ class Run:
     """The latest value its handler reported with ``ctx.set_progress`` (JSON), if any."""
     batch_id: str | None = None
     """The batch it belongs to (``Workpool.batch``), if any."""
+    deadline: datetime | None = None
+    """When the whole run must have ended (``deadline=``), if it has a deadline: past
+    it the run fails with ``DeadlineExceededError``."""
 
     @property
     def finished(self) -> bool:

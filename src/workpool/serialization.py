@@ -12,9 +12,12 @@ or dataclass into a str or dict) is a PayloadError giving the path of the value.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import traceback
+import typing
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from enum import Enum
@@ -25,7 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, TypeAdapter
 from pydantic_core import PydanticSerializationError
 
-from workpool.errors import PayloadError
+from workpool.errors import ConfigurationError, PayloadError
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 """Largest input, output or context, in bytes of JSON, unless the pool sets another."""
@@ -242,3 +245,32 @@ def error_json(error: BaseException, *, with_traceback: bool = True) -> str:
     """The stored form of an exception: ``{"type", "message", "traceback"}``."""
     trace = "".join(traceback.format_exception(error)) if with_traceback else None
     return json.dumps({"type": type(error).__name__, "message": str(error), "traceback": trace})
+
+
+def handler_adapters(
+    handler: Callable[..., Any], name: str
+) -> tuple[TypeAdapter[Any] | None, TypeAdapter[Any] | None]:
+    """The input and output adapters of a handler ``(ctx, input) -> output`` from its
+    annotations (None where it has none)."""
+    parameters = list(inspect.signature(handler).parameters.values())
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) != 2:
+        raise ConfigurationError(
+            f"workflow {name!r}: the handler must take exactly two arguments (ctx, input), "
+            f"it takes {len(positional)}"
+        )
+    try:
+        hints = typing.get_type_hints(handler)
+    except NameError as error:
+        raise ConfigurationError(
+            f"workflow {name!r}: cannot resolve the handler's type annotations ({error})"
+        ) from error
+    input_hint = hints.get(positional[1].name)
+    output_hint = hints.get("return")
+    return _adapter(input_hint), _adapter(output_hint)
+
+
+def _adapter(hint: Any) -> TypeAdapter[Any] | None:
+    if hint is None or hint is Any or hint is object or hint is type(None):
+        return None
+    return TypeAdapter(hint)

@@ -115,6 +115,25 @@ def timeout_seconds(value: object, *, what: str) -> float:
     return seconds
 
 
+def deadline_given(value: object, *, what: str) -> float | datetime:
+    """A deadline as given: seconds from enqueue (a positive timedelta or number, at
+    most MAX_TIMEOUT) or an aware datetime (checked storable)."""
+    if isinstance(value, datetime):
+        if value.utcoffset() is None:
+            raise ConfigurationError(
+                f"{what} is a naive datetime ({value.isoformat()}): give an aware one, e.g. "
+                "datetime.now(timezone.utc) + timedelta(hours=1), or a timedelta from enqueue"
+            )
+        timestamp_of(value, what=what)
+        return value
+    if isinstance(value, bool) or not isinstance(value, timedelta | numbers.Real):
+        raise ConfigurationError(
+            f"{what} must be a timedelta from enqueue, a number of seconds or an aware "
+            f"datetime, got {type(value).__name__} {value!r}"
+        )
+    return timeout_seconds(value, what=what)
+
+
 def as_timedelta(value: object, *, what: str, positive: bool = False) -> timedelta:
     """A timedelta or a number of seconds as a timedelta that is not negative (with
     ``positive``: more than zero), finite and at most LONGEST_SPAN."""

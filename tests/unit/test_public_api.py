@@ -45,6 +45,7 @@ EXPECTED = {
     "CancelRequestedError",
     "Steps",
     "Step",
+    "DeadlineExceededError",
     "DuplicateStepError",
     "ResultTimeoutError",
     "RunTimeoutError",

@@ -202,6 +202,7 @@ def _print_run(
             "timeout",
             f"{duration(run.timeout)} per attempt" if run.timeout else "- (its workflow's)",
         ),
+        ("deadline", full_time(run.deadline, now)),
         ("created", full_time(run.created_at, now)),
         ("available", full_time(run.available_at, now)),
         ("started", full_time(run.started_at, now)),

@@ -11,7 +11,7 @@ from workpool.backends.base import NewRun, StepRecord
 from workpool.builder import build_new_run, prepare_run
 from workpool.definitions import Workflow
 from workpool.engine.environment import StepEnvironment
-from workpool.errors import RunCanceledError, RunFailedError
+from workpool.errors import RunCanceledError, failed_error
 from workpool.models import RunError
 from workpool.serialization import from_json
 
@@ -53,4 +53,4 @@ def child_result(saved: StepRecord, child: Workflow[Any, Any] | str) -> Any:
     error = RunError.model_validate(from_json(saved.error) or {"type": "?", "message": ""})
     if saved.status == "canceled":
         raise RunCanceledError(child_id, error.message or None)
-    raise RunFailedError(child_id, error)
+    raise failed_error(child_id, error)

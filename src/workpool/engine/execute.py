@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Callable
@@ -77,16 +78,33 @@ def _remaining(limit: float, claimed: ClaimedRun) -> float:
     return max(0.0, limit - claimed.elapsed)
 
 
-class _Deadline:
-    """Interrupts the handler's task when the attempt's time runs out."""
+def deadline_failure(claimed: ClaimedRun, why: str) -> Finish:
+    """The run's end by its deadline (``why``: what was happening), never retried."""
+    message = f"run {claimed.lease.run_id} passed its deadline {why}; it is not retried"
+    error = {"type": "DeadlineExceededError", "message": message, "traceback": None}
+    return Finish(claimed.lease, "failed", error=json.dumps(error))
 
-    def __init__(self, ctx: RunContext, claimed: ClaimedRun, limit: float) -> None:
+
+class _Deadline:
+    """Interrupts the handler's task when the attempt's time runs out, or the run's
+    deadline comes first (``until_deadline``: seconds left to it)."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        claimed: ClaimedRun,
+        limit: float | None,
+        until_deadline: float | None,
+    ) -> None:
         self._ctx = ctx
         self._claimed = claimed
         self._limit = limit
         self._started = time.monotonic()
         self._task = asyncio.current_task()
-        remaining = _remaining(limit, claimed)
+        remaining = math.inf if limit is None else _remaining(limit, claimed)
+        self.by_deadline = until_deadline is not None and until_deadline < remaining
+        if until_deadline is not None:
+            remaining = max(0.0, min(remaining, until_deadline))
         self._timer = asyncio.get_running_loop().call_later(remaining, self._expire)
 
     def _expire(self) -> None:
@@ -97,9 +115,18 @@ class _Deadline:
     def cancel(self) -> None:
         self._timer.cancel()
 
-    def error(self) -> RunTimeoutError:
+    def outcome(self, env: Execution) -> Finish:
+        """What the interrupted attempt ends as."""
         claimed = self._claimed
         ran = claimed.elapsed + time.monotonic() - self._started
+        if self.by_deadline or self._limit is None:
+            return deadline_failure(
+                claimed, f"while running (attempt {claimed.attempt}, {ran:.3f} s) and was stopped"
+            )
+        return _failure(claimed, self._error(ran), env)
+
+    def _error(self, ran: float) -> RunTimeoutError:
+        claimed = self._claimed
         return RunTimeoutError(
             f"run {claimed.lease.run_id} attempt {claimed.attempt} exceeded its timeout of "
             f"{self._limit:g} s (it ran {ran:.3f} s) and was stopped"
@@ -163,18 +190,21 @@ async def _execute(
         return permanent_failure(claimed, _undecodable_input(claimed, error))
     steps = ctx._steps
     limit = attempt_timeout(workflow, claimed)
-    deadline = None if limit is None else _Deadline(ctx, claimed, limit)
+    until_deadline = None if claimed.deadline is None else claimed.deadline - env.now()
+    deadline = None
+    if limit is not None or until_deadline is not None:
+        deadline = _Deadline(ctx, claimed, limit, until_deadline)
     try:
         result = await _call(workflow, ctx, value, env, traced)
     except BaseException as error:  # every way a handler can end but returning
         if deadline is not None and ctx.timed_out:
-            return _failure(claimed, deadline.error(), env)
+            return deadline.outcome(env)
         return _outcome_of_error(claimed, ctx, error, env)
     finally:
         if deadline is not None:
             deadline.cancel()
     if deadline is not None and ctx.timed_out:  # it ignored the interruption
-        return _failure(claimed, deadline.error(), env)
+        return deadline.outcome(env)
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
     try:
@@ -231,6 +261,12 @@ def _failure(claimed: ClaimedRun, error: Exception, env: Execution) -> Finish:
         return permanent_failure(claimed, error)
     tracing.record_error(error)
     retry_at = env.now() + backoff_seconds(policy, claimed.attempt, env.rng)
+    if claimed.deadline is not None and retry_at >= claimed.deadline:
+        return deadline_failure(
+            claimed,
+            f"before its next attempt could start (attempt {claimed.attempt} failed with "
+            f"{type(error).__name__}: {error})",
+        )
     return Finish(claimed.lease, "retry", error=error_json(error), retry_at=retry_at)
 
 

@@ -44,20 +44,21 @@ def test_runs_travel_as_run_fields_values_each() -> None:
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
 
     # max_concurrency, concurrency key, the rate limits, the timeout, the rank, the
-    # debounce key and its latest start, the trace context (the last field)
+    # debounce key and its latest start, the trace context, the deadline (the last field)
     def tail(run: NewRun) -> list[str]:
-        return codec.encode_runs([run], NOW)[-9:-1]
+        return codec.encode_runs([run], NOW)[-10:-2]
 
     assert tail(gated)[-8:-5] == ["2", ":k", ""]
     assert tail(replace(gated, concurrency_key=""))[-8:-6] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-9:] == [""] * 9
+    assert codec.encode_runs([a_run("plain")], NOW)[-10:] == [""] * 10
     assert tail(limited)[-6] == '[["l",2,10.0]]'
     assert tail(replace(gated, timeout=1.5))[-5] == "1.5"
     urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)
     assert tail(urgent)[-4:-2] == ["-3", repr(-3 * 2.0**33)]
     debounced = replace(gated, debounce_key="k", debounce_until=NOW + 9)
     assert tail(debounced)[-2:] == ["k", repr(NOW + 9)]
-    assert codec.encode_runs([replace(gated, trace_context="T")], NOW)[-1] == "T"
+    assert codec.encode_runs([replace(gated, trace_context="T")], NOW)[-2] == "T"
+    assert codec.encode_runs([replace(gated, deadline=NOW + 5)], NOW)[-1] == repr(NOW + 5)
 
 
 async def test_an_idle_gate_leaves_nothing_behind(

@@ -298,14 +298,14 @@ async def commands_by_name(raw: Redis, operation: Awaitable[Any]) -> tuple[Any, 
 
 
 CLAIM_WITHOUT_SETTINGS = Counter(
-    # The first entries of scheduled and leases (ZRANGE each: nothing due, and the next
-    # wake time); the served workflows' heads (ZRANGE heads); take one run (ZPOPMIN
+    # The first entries of scheduled, leases and deadlines (ZRANGE each: nothing due, and
+    # the next wake time); the served workflows' heads (ZRANGE heads); take one run (ZPOPMIN
     # ready, HMGET, HSET); keep the head exact (ZRANGE ready finds none left: ZREM
     # heads); its list entry moves (ZREM, ZADD) and it is leased (ZADD leases). Nothing
     # is left to claim: no wake-up. Runs set aside as corrupt and not yet reported: one
     # LPOP (none here).
     lpop=1,
-    zrange=4,
+    zrange=5,
     zpopmin=1,
     hmget=1,
     hset=1,

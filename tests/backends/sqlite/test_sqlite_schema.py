@@ -30,6 +30,7 @@ HOT_QUERIES = (
     "set_progress",
     "promote_due",
     "expired_leases",
+    "past_deadline",
     "queue_workflows",
     "oldest_isolated",
     "claimable_in_pair",
@@ -120,6 +121,7 @@ SAMPLE_PARAMETERS = {
     "before": 3.0,
     "idempotency_key": None,
     "timeout": None,
+    "deadline": None,
     "progress": "{}",
     "batch": 100,
     "limit": 10,
@@ -182,7 +184,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 15
+    assert version == load_migrations()[-1].version == 16
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables

@@ -6,6 +6,17 @@ the claim that resumes a run after ``finish(suspend)``: an execution resumed aft
 wait is the same attempt as the one that suspended. ``executions`` (the claim count)
 grows with every claim, resumes and re-executions after a lost lease included, and
 ``run_time`` adds up the time of every execution that a ``finish`` ended.
+
+Deadlines: a run with a ``deadline`` (``NewRun``) that has not ended by then fails with
+the error ``{"type": "DeadlineExceededError", "message": <says the deadline passed while
+the run was STATUS, and that it is not retried>, "traceback": null}``, where STATUS is
+``scheduled``, ``queued`` or ``suspended``: ``claim`` ends such runs of its queues
+(step 3), hooks and batch counts firing as for any failure. A running run is left to
+its lease holder, which stops its handler at the deadline (``ClaimedRun.deadline``);
+if that worker is gone, the reap queues the run again and the same claim ends it. The
+backend keeps active runs with a deadline in an index by (queue, deadline) that leaves
+out running ones (or re-scores a running one to its lease expiry), so the step reads
+only due entries: O(log n) per queue and claim, plus O(1) per run it ends.
 """
 
 from __future__ import annotations
@@ -56,6 +67,8 @@ class ClaimedRun:
     """The batch the run belongs to, if any."""
     trace_context: str | None = None
     """``NewRun.trace_context``, as stored."""
+    deadline: float | None = None
+    """``NewRun.deadline``, as stored: the worker stops the handler then."""
     woken_by: str | None = None
     """``"<claim> <trace context>"``: the ``trace_context`` given to the ``send_event``
     that last woke the run, after the number of the claim that wake-up led to (compare
@@ -79,8 +92,8 @@ class ClaimResult:
     next_wake_at: float | None
     """Earliest future time at which claim could find new work in these queues without
     any new enqueue: the first scheduled run's ``available_at``, the first suspended
-    run's ``wake_at`` or the first lease expiry, whichever is sooner; None when there
-    is none."""
+    run's ``wake_at``, the first lease expiry or the first deadline of a run that is
+    not running, whichever is sooner; None when there is none."""
     isolated_since: float | None = None
     """The earliest ``available_at`` among the first runs to isolate, in claim order, of
     the served workflows in these queues that this claim did not take (None: there are
@@ -143,7 +156,7 @@ class Leasing(Protocol):
         workflows: Sequence[str] | None = None,
         alone: bool = False,
     ) -> ClaimResult:
-        """In ONE atomic operation: promote, reap, then claim up to ``limit`` runs.
+        """In ONE atomic operation: promote, reap, expire, then claim up to ``limit`` runs.
 
         ``workflows``: the workflows the worker defines; only their runs are claimed
         (None: every workflow's). A run of a workflow no claiming worker defines waits
@@ -162,7 +175,10 @@ class Leasing(Protocol):
            "traceback": null}``; else become ``queued`` again (available now), marked
            to run alone (isolated). Both terminal cases fire hooks. At most a bounded
            batch per call.
-        3. Claim: if ``alone`` (the worker holds no run) and a run to isolate of the
+        3. Expire: scheduled, queued (gate-waiting too) and suspended runs of these
+           queues whose ``deadline <= now`` end ``failed`` (see "Deadlines"; any
+           workflow, served or not; at most a bounded batch per call).
+        4. Claim: if ``alone`` (the worker holds no run) and a run to isolate of the
            served workflows is claimable, take the first such run by rank (queues in
            the order given) and nothing else. Otherwise take up to ``limit`` queued runs
            not to isolate, queues in the order given, smallest rank first within a

@@ -112,6 +112,10 @@ class NewRun:
     debounce_until: float | None = None
     """For a debounced run: the latest its start may move to (first enqueue + the most
     wait), or None (no limit)."""
+    deadline: float | None = None
+    """When the whole run must have ended (seconds since the epoch), across attempts,
+    backoffs and suspensions; past it the run fails (see "Deadlines" in ``leases.py``).
+    None: no deadline."""
     trace_context: str | None = None
     """Opaque text (the tracing module's: the W3C trace context of the span that
     enqueued the run), stored in the enqueue's own write and returned by every claim
@@ -179,3 +183,5 @@ class RunRecord:
     """As enqueued (``NewRun.priority``)."""
     batch_id: str | None = None
     """The batch it belongs to (``NewRun.batch_id``), if any."""
+    deadline: float | None = None
+    """As enqueued (``NewRun.deadline``)."""

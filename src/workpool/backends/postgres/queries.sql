@@ -30,12 +30,12 @@ WHERE workflow = %(workflow)s AND key = %(key)s AND run_id = %(run_id)s;
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context
+    rank_offset, trace_context, deadline
 ) VALUES (
     %(id)s, %(workflow)s, %(queue)s, %(status)s, %(input)s, %(retry)s, %(hooks)s, %(now)s,
     %(available_at)s, %(idempotency_key)s, %(parent_run_id)s, %(parent_step)s, %(gate)s,
     %(gate_limit)s, %(gate)s::text IS NULL, %(rate_limits)s, %(timeout)s, %(priority)s,
-    %(rank_offset)s, %(trace_context)s
+    %(rank_offset)s, %(trace_context)s, %(deadline)s
 )
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
@@ -113,10 +113,11 @@ UPDATE runs SET
 WHERE id = ANY(%(ids)s::text[]) AND status = 'queued'
 RETURNING
     id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by, deadline;
 
 -- name: next_wake_at
--- Earliest scheduled available_at, timer or lease expiry over :queues, or NULL.
+-- Earliest scheduled available_at, timer, lease expiry or deadline of a waiting run over
+-- :queues, or NULL.
 SELECT least(
     (SELECT min((SELECT available_at FROM runs
         WHERE status = 'scheduled' AND queue = wanted.name ORDER BY available_at LIMIT 1))
@@ -127,8 +128,22 @@ SELECT least(
         FROM unnest(%(queues)s::text[]) AS wanted (name)),
     (SELECT min((SELECT lease_expires_at FROM runs
         WHERE status = 'running' AND queue = wanted.name ORDER BY lease_expires_at LIMIT 1))
+        FROM unnest(%(queues)s::text[]) AS wanted (name)),
+    (SELECT min((SELECT deadline FROM runs
+        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+            AND queue = wanted.name ORDER BY deadline LIMIT 1))
         FROM unnest(%(queues)s::text[]) AS wanted (name))
 ) AS wake_at;
+
+-- name: past_deadline
+-- Up to :batch waiting runs of :queue (not running) whose deadline is at or before :now,
+-- earliest first, with their status, locked (runs_deadlines).
+SELECT id, status FROM runs
+WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+    AND queue = %(queue)s AND deadline <= %(now)s AND NOT set_aside
+ORDER BY deadline
+LIMIT %(batch)s
+FOR UPDATE SKIP LOCKED;
 
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the arrays :ids, :tokens and :reported
@@ -332,7 +347,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
@@ -533,7 +548,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved
 FROM runs WHERE id = ANY(%(ids)s::text[]) AND NOT set_aside
@@ -797,7 +812,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by

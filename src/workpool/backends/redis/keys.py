@@ -57,6 +57,9 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            and suspended runs with a timer, score wake_at
                                            (their available_at)
     {p}:queue:<queue>:leases               sorted set: running run ids, score lease expiry
+    {p}:queue:<queue>:deadlines            sorted set: active runs with a deadline, score
+                                           the deadline (a running one's: its lease
+                                           expiry, once due; lua/library/deadlines.lua)
     {p}:queue:<queue>:settings             hash: max_parallelism (a whole number; absent:
                                            no limit) and paused ('1' or '0', always
                                            written); no hash: the queue has no settings

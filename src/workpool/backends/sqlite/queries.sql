@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context
+    rank_offset, trace_context, deadline
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset, :trace_context
+    :priority, :rank_offset, :trace_context, :deadline
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -113,6 +113,8 @@ AND typeof(attempt_time) IN ('integer', 'real')
 AND attempt_time BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308
 AND (timeout IS NULL OR typeof(timeout) IN ('integer', 'real')
     AND timeout BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
+AND (deadline IS NULL OR typeof(deadline) IN ('integer', 'real')
+    AND deadline BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308)
 AND (gate_limit IS NULL OR typeof(gate_limit) = 'integer'
     AND gate_limit BETWEEN -9007199254740991 AND 9007199254740991)
 AND (gate IS NULL OR gate_limit IS NOT NULL)
@@ -131,7 +133,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
@@ -159,10 +161,11 @@ UPDATE runs SET
 WHERE id IN (SELECT value FROM json_each(:ids)) AND {sound_run}
 RETURNING
     rowid, id, lease_token, workflow, queue, input, attempts, retry, created_at, available_at,
-    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by;
+    has_steps, claims, isolate, timeout, attempt_time, batch_id, trace_context, woken_by, deadline;
 
 -- name: next_wake_at
--- Earliest scheduled available_at, timer or lease expiry over the :queues JSON array, or NULL.
+-- Earliest scheduled available_at, timer, lease expiry or deadline of a waiting run over
+-- the :queues JSON array, or NULL.
 SELECT min(wake_at) AS wake_at FROM (
     SELECT (
         SELECT available_at FROM runs
@@ -184,7 +187,24 @@ SELECT min(wake_at) AS wake_at FROM (
         ORDER BY lease_expires_at LIMIT 1
     ) AS wake_at
     FROM json_each(:queues) AS wanted
+    UNION ALL
+    SELECT (
+        SELECT deadline FROM runs
+        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+            AND queue = wanted.value
+        ORDER BY deadline LIMIT 1
+    ) AS wake_at
+    FROM json_each(:queues) AS wanted
 );
+
+-- name: past_deadline
+-- Up to :batch waiting runs of :queue (not running) whose deadline is at or before :now,
+-- earliest first, with their status (runs_deadlines).
+SELECT id, status FROM runs
+WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+    AND queue = :queue AND deadline <= :now AND isolate < 2
+ORDER BY deadline
+LIMIT :batch;
 
 -- name: renew_leases
 -- Extend to :expires_at each held lease of the :leases JSON array of [run id, token,
@@ -387,7 +407,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate, trace_context,
@@ -598,7 +618,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id,
+    timeout, progress, batch_id, deadline,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2

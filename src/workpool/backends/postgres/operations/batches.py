@@ -143,6 +143,7 @@ class Batches(Checking):
             priority=hook.priority,
             rank_offset=hook.rank_offset,
             trace_context=hook.trace_context,
+            deadline=None,
         )
         if inserted is not None:
             self.woken.add(hook.queue)

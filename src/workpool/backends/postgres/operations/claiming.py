@@ -16,7 +16,11 @@ from workpool.backends.base import ClaimedRun, ClaimResult, SetAside
 from workpool.backends.postgres.operations.ending import Ending
 from workpool.backends.postgres.operations.transaction import EXECUTIONS, RETRIED, Row
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.claiming import worker_lost_error
+from workpool.backends.sqlite.operations.claiming import (
+    EXPIRE_BATCH,
+    deadline_error,
+    worker_lost_error,
+)
 
 PROMOTE_BATCH = 1000
 """Most scheduled runs one claim promotes per queue."""
@@ -45,6 +49,7 @@ class Claiming(Ending):
         for queue in unique:
             await self._promote(queue, now)
             await self._reap(queue, max_lease_losses, now)
+            await self._expire(queue, now)
         lease = (worker_id, now, now + lease_seconds)
         served = {queue: await self._served(queue, workflows) for queue in unique}
         claimed = await self._claim_isolated(served, lease) if alone and limit > 0 else []
@@ -151,6 +156,13 @@ class Claiming(Ending):
                 )
             else:
                 await self._requeue(run_id, now, lease_loss=1)
+
+    async def _expire(self, queue: str, now: float) -> None:
+        """End ``failed`` the waiting runs of ``queue`` past their deadline."""
+        due = await self._all("past_deadline", queue=queue, now=now, batch=EXPIRE_BATCH)
+        for row in due:
+            status = str(row["status"])
+            await self._end(str(row["id"]), "failed", now, error=deadline_error(status))
 
     async def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
         """Make the queued runs ``ids`` running under new leases, in the order given."""

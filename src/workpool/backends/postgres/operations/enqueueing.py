@@ -71,6 +71,7 @@ class Enqueueing(Batches):
             priority=run.priority,
             rank_offset=run.rank_offset,
             trace_context=run.trace_context,
+            deadline=run.deadline,
         )
         if inserted is None:
             await self._drop_key(run)

@@ -32,7 +32,7 @@ from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
-RUN_FIELDS = 19
+RUN_FIELDS = 20
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -65,6 +65,7 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             run.debounce_key or "",
             "" if run.debounce_until is None else seconds(run.debounce_until),
             run.trace_context or "",
+            "" if run.deadline is None else seconds(run.deadline),
         )
     return args
 
@@ -162,7 +163,8 @@ def renewals(leases: Sequence[Lease], progress: Mapping[str, str]) -> list[tuple
 def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
     """A ClaimedRun from one row of claim.lua's reply."""
     run_id, token, attempt, workflow, queue, input_, retry, created_at, available_at = row[:9]
-    steps, claims, isolated, timeout, elapsed, batch_id, trace_context, woken_by = row[9:]
+    steps, claims, isolated, timeout, elapsed, batch_id, trace_context, woken_by = row[9:17]
+    deadline = row[17] if len(row) > 17 else None
     return ClaimedRun(
         lease=Lease(run_id=run_id, token=token),
         workflow=workflow,
@@ -180,6 +182,7 @@ def decode_claimed(row: Sequence[Any]) -> ClaimedRun:
         batch_id=batch_id,
         trace_context=trace_context,
         woken_by=woken_by,
+        deadline=None if deadline is None else float(deadline),
     )
 
 
@@ -292,6 +295,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         progress=read.optional_text("progress"),
         priority=read.optional_integer("priority") or 0,
         batch_id=read.optional_text("batch"),
+        deadline=read.optional_number("deadline"),
     )
 
 

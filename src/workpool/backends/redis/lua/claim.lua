@@ -1,5 +1,4 @@
--- claim: promote due scheduled runs, reap expired leases, then claim (Backend.claim).
---
+-- claim: promote due runs, reap expired leases, expire deadlines, claim (Backend.claim).
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
 -- ARGV[2]  lease expiry of claimed runs: now + lease seconds (decimal string)
@@ -12,15 +11,15 @@
 -- ARGV[8+n ..]    queue names, in claim priority order
 --
 -- Returns { next_wake_at or nil, isolated_since or nil, set aside, claimed run, ... }:
---   next_wake_at  the earliest scheduled time or lease expiry of these queues
+--   next_wake_at  the earliest scheduled time, lease expiry or deadline of these queues
 --   isolated_since  the earliest available_at of runs to isolate of the served
 --                   workflows that this claim left (decimal string)
 --   set aside  flat { run id, problem, ... }: runs set aside as corrupt (by this call or
 --              any script since) that no claim reported yet (corrupt.lua), up to 100
 --   each claimed run  as library/starting.lua describes it
--- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer)
--- and reaping (library/reaping.lua) each handle at most BATCH runs per call, oldest
--- first, paused queues too, whatever their workflows.
+-- Promotion (of 'scheduled' members: scheduled runs and suspended runs with a timer),
+-- reaping (library/reaping.lua) and expiry (library/deadlines.lua) each handle at most
+-- BATCH runs per call, oldest first, paused queues too, whatever their workflows.
 -- Runs they queue reserve a start if rate limited (unless promoted at the start they
 -- reserved), then go through their gate if gated: ready sets hold admitted runs only.
 -- Taking reads only the ready sets of the served workflows (ready.lua), oldest
@@ -40,11 +39,12 @@ if served_count >= 0 then
 end
 local queues = { unpack(ARGV, first_queue) }
 
-local promote_budget, reap_budget = BATCH, BATCH
-local firsts = {}  -- queue -> { scheduled = read_first, leases = read_first }
+local promote_budget, reap_budget, expire_budget = BATCH, BATCH, BATCH
+local firsts = {}  -- queue -> { scheduled =, leases =, deadlines = read_first }
 for _, queue in ipairs(queues) do  -- a full or paused queue wakes nobody
   local first = { scheduled = read_first(queue_key(queue, 'scheduled')),
-    leases = read_first(queue_key(queue, 'leases')) }
+    leases = read_first(queue_key(queue, 'leases')),
+    deadlines = read_first(queue_key(queue, 'deadlines')) }
   firsts[queue] = first
   if due(first.scheduled, now) and promote_budget > 0 then
     promote_budget = promote(queue, promote_budget, now)
@@ -55,6 +55,9 @@ for _, queue in ipairs(queues) do  -- a full or paused queue wakes nobody
     if next(reaped) and room_now(queue) > 0 then
       for workflow in pairs(reaped) do wake(queue, workflow) end
     end
+  end
+  if expire_budget > 0 and (due(first.deadlines, now) or due(first.leases, now)) then
+    expire_budget = expire_deadlines(queue, expire_budget, now)  -- (a reaped run may be past it)
   end
 end
 
@@ -85,10 +88,11 @@ for _, queue in ipairs(queues) do
     end
   end
   local first = firsts[queue]
-  next_wake_at = earliest_since(queue_key(queue, 'scheduled'), first.scheduled, nil, 0,
-    next_wake_at)
   next_wake_at = earliest_since(queue_key(queue, 'leases'), first.leases, lease_expires_at,
     started[queue] or 0, next_wake_at)
+  for _, index in ipairs({ 'scheduled', 'deadlines' }) do
+    next_wake_at = earliest_since(queue_key(queue, index), first[index], nil, 0, next_wake_at)
+  end
 end
 reply[1] = next_wake_at or false
 reply[2] = claim.isolated_since and string.format('%.17g', claim.isolated_since) or false

@@ -149,6 +149,7 @@ class Batches(Checking):
             priority=hook.priority,
             rank_offset=hook.rank_offset,
             trace_context=hook.trace_context,
+            deadline=None,
         )
         if inserted.rowcount:
             self.woken.add(hook.queue)

@@ -17,6 +17,8 @@ PROMOTE_BATCH = 1000
 """Most scheduled runs one claim promotes per queue."""
 REAP_BATCH = 1000
 """Most expired leases one claim reaps per queue."""
+EXPIRE_BATCH = 1000
+"""Most runs past their deadline one claim ends per queue."""
 
 
 class Claiming(Ending):
@@ -47,6 +49,7 @@ class Claiming(Ending):
                     self._fill(gate, gate_limit)
         for queue in unique:
             self._reap(queue, max_lease_losses, now)
+            self._expire(queue, now)
         lease = (worker_id, now, now + lease_seconds)
         served = {queue: self._served(queue, workflows) for queue in unique}
         claimed = self._claim_isolated(served, lease) if alone and limit > 0 else []
@@ -138,6 +141,13 @@ class Claiming(Ending):
             else:
                 self._requeue(run_id, now, lease_loss=1)
 
+    def _expire(self, queue: str, now: float) -> None:
+        """End ``failed`` the waiting runs of ``queue`` past their deadline."""
+        due = self._execute("past_deadline", queue=queue, now=now, batch=EXPIRE_BATCH)
+        for row in due.fetchall():
+            status = records.text(row, "status")
+            self._end(records.text(row, "id"), "failed", now, error=deadline_error(status))
+
     def _lease(self, ids: Sequence[str], lease: tuple[str, float, float]) -> list[ClaimedRun]:
         """Make the queued runs ``ids`` running under new leases, in the order given; a
         run whose row is corrupt is set aside instead (checked in the same statement)."""
@@ -173,6 +183,12 @@ class Claiming(Ending):
             self._fill(gate, limit if isinstance(limit, int) and limit >= 1 else None)
         if row["status"] == "running" and isinstance(row["queue"], str):
             self._left_running(row["queue"])
+
+
+def deadline_error(status: str) -> str:
+    """The error JSON of a run failed by its deadline while ``status``."""
+    message = f"the run's deadline passed while {status}; it is not retried"
+    return json.dumps({"type": "DeadlineExceededError", "message": message, "traceback": None})
 
 
 def worker_lost_error(losses: int) -> str:

@@ -77,6 +77,7 @@ class Enqueueing(Batches):
             priority=run.priority,
             rank_offset=run.rank_offset,
             trace_context=run.trace_context,
+            deadline=run.deadline,
         )
         if inserted.rowcount == 0:
             return Enqueued(run_id=run.id, created=False)

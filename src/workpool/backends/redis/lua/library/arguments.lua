@@ -56,6 +56,9 @@ local function bad_new_run(base)
   if ARGV[base + 17] ~= '' then
     checks[#checks + 1] = { 17, 'debounce_until' }
   end
+  if ARGV[base + 19] ~= '' then
+    checks[#checks + 1] = { 19, 'deadline' }
+  end
   for _, check in ipairs(checks) do
     local value = ARGV[base + check[1]]
     if not finite(value) or (check[3] and tonumber(value) < check[3]) then

@@ -15,6 +15,7 @@ local function set_aside(run_id, problem, fields, queue, workflow)
   end
   if queue then
     zrem_later(queue_key(queue, 'scheduled'), run_id)
+    zrem_later(queue_key(queue, 'deadlines'), run_id)
     local leases = queue_key(queue, 'leases')
     flush_key(leases)
     if redis.call('ZREM', leases, run_id) == 1 then leave_running(queue) end

@@ -20,11 +20,11 @@ local function cancel_awaited_children(run_id, now)
   return changed
 end
 
--- End a run in a terminal status: set fields, leave its indexes and its gate (and note
--- a running run left 'running', see queues.lua), join the finished set, count the
--- outcome, fire hooks, count it in its batch (batches.lua), tell its parent, cancel its
--- awaited children if canceled. run: as read_run (waiting.lua) returns it, in the same
--- script. fields: extra field/value pairs to store (the caller's table, extended).
+-- End a run in a terminal status: set fields, leave its indexes (deadlines.lua too) and
+-- its gate (and note a running run left 'running', see queues.lua), join the finished
+-- set, count the outcome, fire hooks, count it in its batch (batches.lua), tell its
+-- parent, cancel its awaited children if canceled. run: as read_run (waiting.lua)
+-- returns it. fields: extra field/value pairs to store (the caller's table, extended).
 -- Returns how many children (and further down) it canceled or cancel-requested.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
@@ -48,6 +48,7 @@ local function end_run(run_id, run, status, now, fields)
     zrem_later(queue_key(queue, INDEX_OF_STATUS[current]), run_id)
   end
   zrem_later(workflow_cancelable_key(workflow), run_id)
+  if run.deadline then zrem_later(queue_key(queue, 'deadlines'), run_id) end
   if run[10] == '1' then
     leave_gate(run[8], run[9])  -- its place goes to the oldest run waiting at its gate
   end
@@ -85,9 +86,7 @@ cancel_one = function(run_id, reason, now, trace)
   if run[11] == '1' then
     return 'requested', 0  -- already requested: the first reason given is kept
   end
-  if reason then
-    redis.call('HSET', key, 'cancel_reason', reason)
-  end
+  if reason then redis.call('HSET', key, 'cancel_reason', reason) end
   redis.call('HSET', key, 'cancel_requested', '1')
   if status == 'running' then
     if trace then redis.call('HSET', key, 'canceled_by', trace) end

@@ -14,12 +14,13 @@
 --   priority (integer, stored for reading), rank_offset (seconds; see ready.lua),
 --   debounce (its debounce key: the run is debounced, see debouncing.lua),
 --   debounce_until (seconds, string: the latest its start may move to),
---   trace (opaque text: the trace context of the span that enqueued it, see tracing.py)
+--   trace (opaque text: the trace context of the span that enqueued it, see tracing.py),
+--   deadline (seconds, string: when the run must have ended, see deadlines.lua)
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 19
+local RUN_FIELDS = 20
 
 local function optional(value)
   if value == '' then
@@ -39,6 +40,7 @@ local function run_from_args(base)
     timeout = optional(ARGV[base + 13]), priority = optional(ARGV[base + 14]),
     rank_offset = optional(ARGV[base + 15]), debounce = optional(ARGV[base + 16]),
     debounce_until = optional(ARGV[base + 17]), trace = optional(ARGV[base + 18]),
+    deadline = optional(ARGV[base + 19]),
   }
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])

@@ -63,7 +63,9 @@ end
 -- and checked. run.fields: the whole record's checked fields, read if it is corrupt.
 local function read_run_checked(run_id, names)
   local problem, run = read_checked(run_id, names)
-  run.batch, run.problem = run[narrow_read(names).at.batch] or nil, problem
+  local at = narrow_read(names).at
+  run.batch, run.problem = run[at.batch] or nil, problem
+  run.deadline = at.deadline and run[at.deadline] or nil
   if problem then
     local _, fields = run_problem(run_id)
     run.fields = fields

@@ -4,9 +4,9 @@
 --   { run id, lease token, attempt, workflow, queue, input, retry or nil, created_at,
 --     available_at, has_steps (1 or 0), claims (its fencing token), isolated (1 or 0),
 --     timeout or nil, elapsed (seconds this attempt ran before it was suspended),
---     batch id or nil, trace context or nil, woken_by or nil }
+--     batch id or nil, trace context or nil, woken_by or nil, deadline or nil }
 
--- What start reads (run[1..16]), then what it only checks (run[17..21]): the counts and
+-- What start reads (run[1..16] and its deadline, run[22]), then what it only checks (run[17..21]): the counts and
 -- times that the finish, reap or retry of its lease will do arithmetic on (the claim is
 -- where a bad one is reported). Not checked here: what start neither reads nor leases
 -- on (started_at, finished_at, lease_token, gate, gate_limit, hooks, rate,
@@ -14,7 +14,7 @@
 local STARTED_FIELDS = { 'input', 'retry', 'has_steps', 'resuming', 'batch', 'trace',
   'woken_by', 'status', 'queue', 'workflow', 'attempts', 'created_at', 'available_at',
   'claims', 'timeout', 'attempt_time',
-  'cancel_requested', 'lease_losses', 'rank_offset', 'priority', 'run_time' }
+  'cancel_requested', 'lease_losses', 'rank_offset', 'priority', 'run_time', 'deadline' }
 
 -- Set aside a run start found corrupt (problem), read whole (its gate place is freed).
 local function set_aside_unstarted(run_id, problem, queue, workflow)
@@ -52,6 +52,7 @@ local function start(claim, run_id, queue, workflow, reply, isolated)
   zadd_later(queue_key(queue, 'leases'), claim.lease_expires_at, run_id)
   reply[#reply + 1] = { run_id, token, attempt, workflow, queue, run[1], run[2] or false,
     run[12], run[13], run[3] == '1' and 1 or 0, claims, isolated and 1 or 0, run[15] or false,
-    resuming and attempt_time or '0', run[5] or false, run[6] or false, run[7] or false }
+    resuming and attempt_time or '0', run[5] or false, run[6] or false, run[7] or false,
+    run[22] or false }
   return true
 end
