@@ -28,7 +28,16 @@ from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
 _STATES = frozenset(
-    {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
+    {
+        "scheduled",
+        "queued",
+        "running",
+        "suspended",
+        "needs_attention",
+        "succeeded",
+        "failed",
+        "canceled",
+    }
 )
 _STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 _STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
@@ -140,6 +149,7 @@ def run_record(row: Row) -> RunRecord:
         progress=optional_text(row, "progress"),
         priority=integer(row, "priority"),
         batch_id=optional_text(row, "batch_id"),
+        rerun_from=optional_text(row, "rerun_from"),
     )
 
 
@@ -217,6 +227,8 @@ def step_record(row: Row) -> StepRecord:
             child_run_id=row["child_run_id"],
             wake_at=None if row["wake_at"] is None else float(row["wake_at"]),
             finished_at=None if row["finished_at"] is None else float(row["finished_at"]),
+            position=None if row["position"] is None else int(row["position"]),
+            args_hash=row["args_hash"],
         )
     except (TypeError, ValueError) as error:
         raise CorruptRecordError(
