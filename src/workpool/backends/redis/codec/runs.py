@@ -292,6 +292,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         progress=read.optional_text("progress"),
         priority=read.optional_integer("priority") or 0,
         batch_id=read.optional_text("batch"),
+        rerun_from=read.optional_text("rerun_from"),
     )
 
 
