@@ -18,6 +18,7 @@ from workpool.models import (
     Canceled,
     Failure,
     Finished,
+    NeedsAttention,
     Pending,
     RegisteredWorkflow,
     Run,
@@ -60,6 +61,7 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         timeout=None if record.timeout is None else timedelta(seconds=record.timeout),
         progress=_decode(record, "progress", record.progress),
         batch_id=record.batch_id,
+        rerun_from=_decode(record, "rerun_from", record.rerun_from),
     )
 
 
@@ -157,6 +159,7 @@ def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
             wake_at=None if record.wake_at is None else _time(record.wake_at),
             started_at=_time(record.started_at),
             finished_at=None if finished_at is None else _time(finished_at),
+            position=record.position,
         )
     except ValueError as problem:
         raise CorruptRecordError(f"{what} is unreadable ({problem})") from problem
@@ -170,6 +173,9 @@ def status_of(run: Run) -> RunStatus:
         return Running(previous_attempts=max(run.attempts - 1, 0))
     if run.status == "suspended":  # its attempt goes on when it resumes
         return Running(previous_attempts=max(run.attempts - 1, 0))
+    if run.status == "needs_attention":
+        reason = run.error.message if run.error is not None else "no reason was stored"
+        return NeedsAttention(reason=reason, previous_attempts=max(run.attempts - 1, 0))
     if run.status == "succeeded":
         return Finished(Success(output=run.output))
     if run.status == "failed":

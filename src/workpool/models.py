@@ -9,8 +9,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
-"""``suspended``: waiting on a child run or a sleep, holding no worker slot."""
+RunState = Literal[
+    "scheduled",
+    "queued",
+    "running",
+    "suspended",
+    "needs_attention",
+    "succeeded",
+    "failed",
+    "canceled",
+]
+"""``suspended``: waiting on a child run or a sleep, holding no worker slot.
+``needs_attention``: stopped because its saved steps no longer fit its code (its error
+says why), holding no slot, until rerun from a step or canceled."""
 
 
 class RunError(BaseModel):
@@ -107,7 +118,17 @@ class Finished:
     state: Literal["finished"] = "finished"
 
 
-RunStatus = Pending | Running | Finished
+@dataclass(frozen=True, slots=True)
+class NeedsAttention:
+    """The run stopped because its saved steps no longer fit its code: ``reason`` says
+    how. It holds no slot; rerun it from a step or cancel it."""
+
+    reason: str
+    previous_attempts: int
+    state: Literal["needs_attention"] = "needs_attention"
+
+
+RunStatus = Pending | Running | NeedsAttention | Finished
 """The short status of a run, shaped as in the Convex workpool."""
 
 
@@ -169,6 +190,8 @@ class Run:
     """The latest value its handler reported with ``ctx.set_progress`` (JSON), if any."""
     batch_id: str | None = None
     """The batch it belongs to (``Workpool.batch``), if any."""
+    rerun_from: Any = None
+    """The latest ``Workpool.rerun(from_step=...)``: ``{"step", "reason", "at"}``."""
 
     @property
     def finished(self) -> bool:
@@ -237,6 +260,8 @@ class Step:
     """A sleep's end, or when waiting for a child or an event times out."""
     started_at: datetime
     finished_at: datetime | None
+    position: int | None = None
+    """Where the execution that saved it reached it among the run's steps, from 0."""
 
 
 @dataclass(frozen=True, slots=True)

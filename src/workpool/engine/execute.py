@@ -9,6 +9,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from workpool.errors import (
     NonRetriableError,
     PayloadError,
     RunTimeoutError,
+    StepMismatchError,
     WorkpoolError,
 )
 from workpool.options import RetryPolicy
@@ -177,6 +179,11 @@ async def _execute(
         return _failure(claimed, deadline.error(), env)
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
+    if steps is not None and steps.mismatch is None:
+        with suppress(StepMismatchError):  # recorded in steps.mismatch
+            steps.check_end()
+    if steps is not None and steps.mismatch is not None:
+        return _stopped(claimed, steps.mismatch)
     try:
         output = workflow.encode_output(result)
         check_size(
@@ -246,6 +253,11 @@ def _outcome_of_error(
         return Finish(claimed.lease, "canceled")
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
+    if steps is not None and steps.mismatch is None and not isinstance(error, LeaseLost):
+        with suppress(StepMismatchError):  # recorded in steps.mismatch
+            steps.check_end()
+    if steps is not None and steps.mismatch is not None:
+        return _stopped(claimed, steps.mismatch)
     if isinstance(error, NonRetriableError):
         return permanent_failure(claimed, error)
     if isinstance(error, BackendUnavailableError):
@@ -271,6 +283,12 @@ def _signal_outcome(claimed: ClaimedRun, signal: BaseException, steps: Steps | N
             events=wait.events,
         )
     raise signal
+
+
+def _stopped(claimed: ClaimedRun, mismatch: StepMismatchError) -> Finish:
+    """The run's saved steps no longer fit its code: it waits for an operator."""
+    logger.warning("%s", mismatch)
+    return Finish(claimed.lease, "attention", error=error_json(mismatch))
 
 
 def _only(error: BaseException, kind: type[BaseException]) -> bool:

@@ -85,7 +85,9 @@ class Control(Protocol):
         """
         ...
 
-    async def rerun_from_step(self, run_id: str, step: str, reason: str, now: float) -> RerunFromStep:
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
         """Execute a ``needs_attention`` run again from one of its saved steps, in ONE
         operation validated before its first write.
 

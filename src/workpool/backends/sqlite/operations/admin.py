@@ -192,7 +192,9 @@ class Admin(Ending):
             started_at=saved["started_at"],
         )
         note = json.dumps({"step": step, "reason": reason, "at": now})
-        self._wake(self._execute("rerun_stopped", id=run_id, now=now, rerun_from=note).fetchall(), now)
+        self._wake(
+            self._execute("rerun_stopped", id=run_id, now=now, rerun_from=note).fetchall(), now
+        )
         return "queued"
 
 
