@@ -46,10 +46,12 @@ async def test_rerun_from_a_step(tmp_path: Path) -> None:
     done = workpool(url, "runs", "rerun", run_id, "--from-step", "charge", "--reason", "fixed")
     assert (done.returncode, done.stdout) == (0, f"run {run_id} queued again from step 'charge'\n")
     shown = workpool(url, "runs", "show", run_id).stdout
-    assert "queued" in shown and "from step 'charge': fixed" in shown
+    assert "queued" in shown
+    assert "from step 'charge': fixed" in shown
     assert [line.split()[0] for line in workpool(url, "steps", run_id).stdout.splitlines()[2:]] == [
         "reserve"
     ]
 
     again = workpool(url, "runs", "rerun", run_id, "--from-step", "charge")
-    assert again.returncode == 1 and "not in needs_attention" in again.stderr
+    assert again.returncode == 1
+    assert "not in needs_attention" in again.stderr

@@ -22,8 +22,15 @@ MISMATCH = error_json("StepMismatchError", "step 'charge' was called with other 
 
 def step(name: str, position: int | None, started_at: float) -> StepRecord:
     return StepRecord(
-        name, "run", "succeeded", 1, started_at, output="1", finished_at=started_at,
-        position=position, args_hash=None if position is None else f"hash-{name}",
+        name,
+        "run",
+        "succeeded",
+        1,
+        started_at,
+        output="1",
+        finished_at=started_at,
+        position=position,
+        args_hash=None if position is None else f"hash-{name}",
     )
 
 
@@ -81,7 +88,8 @@ async def test_a_stopped_child_keeps_its_parent_waiting(
     child = new_run(now, workflow="child")
     waiting = StepRecord("child", "workflow", "waiting", 1, now, position=0)
     saved = await backend.save_step(parent.lease, waiting, now, child)
-    assert saved is not None and saved.child_run_id is not None
+    assert saved is not None
+    assert saved.child_run_id is not None
     await backend.finish([Finish(parent.lease, "suspend", waiting_on=(saved.child_run_id,))], now)
     claimed = await claim_one(backend, now)
     assert claimed.lease.run_id == saved.child_run_id

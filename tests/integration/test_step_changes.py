@@ -73,7 +73,8 @@ async def test_an_added_step_runs_and_a_gated_branch_keeps_old_runs_on_old_code(
         fresh_result = await fresh_run.result(timeout=10)
     assert result == ["reserve", "middle", "charge 10", "extra", "tail"]
     assert fresh_result == ["reserve", "middle", "charge 10", "receipt-v2", "extra", "tail"]
-    assert calls["reserve"] == 2 and calls["charge"] == 2  # once per run
+    assert calls["reserve"] == 2
+    assert calls["charge"] == 2
 
 
 async def test_a_step_called_with_new_arguments_stops_the_run_until_rerun(
@@ -96,9 +97,12 @@ async def test_a_step_called_with_new_arguments_stops_the_run_until_rerun(
         await pool.rerun(handle.id, from_step="charge", reason="amount fixed")
         result = await handle.result(timeout=10)  # the event sent before is still there
     assert "charge 20" in result
-    assert calls["reserve"] == 2 and calls["middle"] == 2 and calls["charge"] == 3
+    assert calls["reserve"] == 2
+    assert calls["middle"] == 2
+    assert calls["charge"] == 3
     run = await pool.get_run(handle.id)
-    assert run.rerun_from is not None and run.rerun_from["reason"] == "amount fixed"
+    assert run.rerun_from is not None
+    assert run.rerun_from["reason"] == "amount fixed"
     with pytest.raises(RunStateError, match="not in needs_attention"):
         await pool.rerun(handle.id, from_step="charge")
 
@@ -110,7 +114,8 @@ async def test_a_step_removed_before_a_replayed_one_stops_the_run(pool: Workpool
     async with fast_worker(pool):
         await wait_until(lambda: status_is(pool, handle.id, "needs_attention"))
     run = await pool.get_run(handle.id)
-    assert run.error is not None and "saved step 'middle'" in run.error.message
+    assert run.error is not None
+    assert "saved step 'middle'" in run.error.message
     assert calls["tail"] == 0  # nothing new ran after the stale replay
     await pool.cancel(handle.id, "dropped")
     assert (await pool.get_run(handle.id)).status == "canceled"

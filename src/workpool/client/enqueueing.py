@@ -234,9 +234,7 @@ class Enqueueing(Control):
         an unknown id; RunStateError for a run in another state or without that step."""
         check_name(from_step, what="from_step")
         backend = await self.backend()
-        result = await backend.rerun_from_step(
-            run_id, from_step, reason, self.settings.clock.now()
-        )
+        result = await backend.rerun_from_step(run_id, from_step, reason, self.settings.clock.now())
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")
         if result == "not_stopped":
