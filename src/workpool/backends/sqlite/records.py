@@ -18,6 +18,7 @@ from workpool.backends.base import (
     Lease,
     RateLimitSpec,
     RunRecord,
+    RunState,
     StepKind,
     StepRecord,
     StepStatus,
@@ -27,18 +28,7 @@ from workpool.backends.base import (
 from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
-_STATES = frozenset(
-    {
-        "scheduled",
-        "queued",
-        "running",
-        "suspended",
-        "needs_attention",
-        "succeeded",
-        "failed",
-        "canceled",
-    }
-)
+_STATES: frozenset[str] = frozenset(get_args(RunState))
 _STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 _STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
