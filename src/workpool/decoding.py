@@ -18,6 +18,7 @@ from workpool.models import (
     Canceled,
     Failure,
     Finished,
+    NeedsAttention,
     Pending,
     RegisteredWorkflow,
     Run,
@@ -61,6 +62,7 @@ def run_from_record(record: RunRecord, children: tuple[str, ...] = ()) -> Run:
         progress=_decode(record, "progress", record.progress),
         batch_id=record.batch_id,
         deadline=None if record.deadline is None else _time(record.deadline),
+        rerun_from=_decode(record, "rerun_from", record.rerun_from),
     )
 
 
@@ -158,6 +160,7 @@ def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
             wake_at=None if record.wake_at is None else _time(record.wake_at),
             started_at=_time(record.started_at),
             finished_at=None if finished_at is None else _time(finished_at),
+            position=record.position,
         )
     except ValueError as problem:
         raise CorruptRecordError(f"{what} is unreadable ({problem})") from problem
@@ -169,6 +172,9 @@ def status_of(run: Run) -> RunStatus:
         return Pending(previous_attempts=run.attempts, deadline=run.deadline)
     if run.status in ("running", "suspended"):  # a suspended run's attempt goes on
         return Running(previous_attempts=max(run.attempts - 1, 0), deadline=run.deadline)
+    if run.status == "needs_attention":
+        reason = run.error.message if run.error is not None else "no reason was stored"
+        return NeedsAttention(reason=reason, previous_attempts=max(run.attempts - 1, 0))
     if run.status == "succeeded":
         return Finished(Success(output=run.output))
     if run.status == "failed":

@@ -86,6 +86,12 @@ class RunStateError(WorkpoolError):
     has not failed); the message says which state it is in."""
 
 
+class StepMismatchError(WorkpoolError):
+    """A replay met saved steps that no longer fit the run's code (a step called with
+    other arguments, or skipped before a later one); the run stops in
+    ``needs_attention``, whatever the handler does with this error."""
+
+
 class StepTimeoutError(WorkpoolError):
     """A step ran, or waited for its child run, longer than its ``timeout``."""
 

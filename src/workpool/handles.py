@@ -203,4 +203,6 @@ def _doing(run: Run, waiting: str | None) -> str:
         return f"running (attempt {run.attempts})"
     if run.status == "suspended":
         return "suspended (a durable step waits for a child, a timer or an event)"
+    if run.status == "needs_attention":
+        return "stopped in needs_attention (rerun it from a step or cancel it)"
     return run.status + (f", {waiting}" if waiting else "")

@@ -9,8 +9,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
-"""``suspended``: waiting on a child run or a sleep, holding no worker slot."""
+RunState = Literal[
+    "scheduled",
+    "queued",
+    "running",
+    "suspended",
+    "needs_attention",
+    "succeeded",
+    "failed",
+    "canceled",
+]
+"""``suspended``: waiting on a child run or a sleep, holding no worker slot.
+``needs_attention``: stopped because its saved steps no longer fit its code (its error
+says why), holding no slot, until rerun from a step or canceled."""
 
 
 class RunError(BaseModel):
@@ -111,7 +122,17 @@ class Finished:
     state: Literal["finished"] = "finished"
 
 
-RunStatus = Pending | Running | Finished
+@dataclass(frozen=True, slots=True)
+class NeedsAttention:
+    """The run stopped because its saved steps no longer fit its code: ``reason`` says
+    how. It holds no slot; rerun it from a step or cancel it."""
+
+    reason: str
+    previous_attempts: int
+    state: Literal["needs_attention"] = "needs_attention"
+
+
+RunStatus = Pending | Running | NeedsAttention | Finished
 """The short status of a run, shaped as in the Convex workpool."""
 
 
@@ -176,6 +197,8 @@ class Run:
     deadline: datetime | None = None
     """When the whole run must have ended (``deadline=``), if it has a deadline: past
     it the run fails with ``DeadlineExceededError``."""
+    rerun_from: Any = None
+    """The latest ``Workpool.rerun(from_step=...)``: ``{"step", "reason", "at"}``."""
 
     @property
     def finished(self) -> bool:
@@ -244,6 +267,8 @@ class Step:
     """A sleep's end, or when waiting for a child or an event times out."""
     started_at: datetime
     finished_at: datetime | None
+    position: int | None = None
+    """Where the execution that saved it reached it among the run's steps, from 0."""
 
 
 @dataclass(frozen=True, slots=True)

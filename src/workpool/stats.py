@@ -34,6 +34,8 @@ class Figures:
     scheduled: int = 0
     running: int = 0
     suspended: int = 0
+    needs_attention: int = 0
+    """Runs stopped because their saved steps no longer fit their code (``needs_attention``)."""
     oldest_pending_age: timedelta | None = None
     executions: int = 0
     """Attempts that ended in the window (a suspended attempt has not ended)."""
@@ -188,6 +190,7 @@ def _figures(
         scheduled=scheduled,
         running=sum(pair.running for pair in activity),
         suspended=sum(pair.suspended for pair in activity),
+        needs_attention=sum(pair.needs_attention for pair in activity),
         oldest_pending_age=oldest,
         executions=executions,
         completed=completed,

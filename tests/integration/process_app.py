@@ -93,18 +93,18 @@ async def ten_steps(ctx: RunContext, crash_at: int) -> int:
 @pool.workflow()
 async def napper(ctx: RunContext, seconds: float) -> str:
     """A step, a durable sleep, a step."""
-    await ctx.step.run("before", log, "before", ctx.run_id, os.getpid())
+    await ctx.step.run("before", lambda: log("before", ctx.run_id, os.getpid()))
     await ctx.step.sleep("nap", seconds)
-    await ctx.step.run("after", log, "after", ctx.run_id, os.getpid())
+    await ctx.step.run("after", lambda: log("after", ctx.run_id, os.getpid()))
     return "rested"
 
 
 @pool.workflow(max_concurrency=None)
 async def awaiting(ctx: RunContext, key: str) -> object:
     """A step, a wait for an event of ``key`` (a test kills the worker meanwhile), a step."""
-    await ctx.step.run("before", log, "before", ctx.run_id, os.getpid())
+    await ctx.step.run("before", lambda: log("before", ctx.run_id, os.getpid()))
     payload = await ctx.step.wait_for_event("event", key)
-    await ctx.step.run("after", log, "after", ctx.run_id, os.getpid())
+    await ctx.step.run("after", lambda: log("after", ctx.run_id, os.getpid()))
     return payload
 
 
@@ -142,9 +142,13 @@ async def steady(ctx: RunContext, seconds: float) -> float:
 @pool.workflow(max_concurrency=None)
 async def paced(ctx: RunContext, pause: float) -> str:
     """A step, a pause between steps (a test stops the worker there), a second step."""
-    await ctx.step.run("one", log, "step", ctx.run_id, "one", os.getpid(), ctx.fencing_token)
+    await ctx.step.run(
+        "one", lambda: log("step", ctx.run_id, "one", os.getpid(), ctx.fencing_token)
+    )
     await asyncio.sleep(pause)
-    await ctx.step.run("two", log, "step", ctx.run_id, "two", os.getpid(), ctx.fencing_token)
+    await ctx.step.run(
+        "two", lambda: log("step", ctx.run_id, "two", os.getpid(), ctx.fencing_token)
+    )
     return "done"
 
 

@@ -16,6 +16,7 @@ from workpool.backends.contract.control import (
     Control,
     QueueSettings,
     Rerun,
+    RerunFromStep,
     RerunStatus,
 )
 from workpool.backends.contract.enqueue import Enqueuing
@@ -95,6 +96,7 @@ __all__ = [
     "WorkerRecord",
     "StatsSnapshot",
     "RerunStatus",
+    "RerunFromStep",
     "Rerun",
     "Lease",
     "ClaimedRun",

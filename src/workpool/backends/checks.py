@@ -104,6 +104,10 @@ def check_step(run_id: str, step: StepRecord, now: float, child: NewRun | None) 
         value = getattr(step, field)
         if value is not None:
             _check(run_id, f"step {step.name!r} {field}", value)
+    if step.position is not None and not 0 <= step.position <= 2**53:
+        raise ValueError(
+            f"run {run_id}: step {step.name!r} position {step.position!r} is not a count"
+        )
     if child is not None:
         if child.batch_id is not None or child.debounce_key is not None:
             raise ValueError(f"run {child.id}: a child run has no batch and no debounce")

@@ -20,6 +20,7 @@ STATUS_STYLES = {
     "queued": "blue",
     "running": "cyan",
     "suspended": "magenta",
+    "needs_attention": "bright_red",
     "waiting": "magenta",
     "succeeded": "green",
     "failed": "red",

@@ -214,6 +214,9 @@ def _print_run(
         ("retry of", run.retry_of or NONE),
         ("retried as", run.retried_as or NONE),
     ]
+    if run.rerun_from:
+        note = run.rerun_from
+        rows.append(("rerun", Text(f"from step {note['step']!r}: {note['reason'] or NONE}")))
     for name, value in rows:
         fields.add_row(name, value)
     out.print(fields)
@@ -229,7 +232,7 @@ def _print_run(
         error = f"{run.error.type}: {run.error.message}"
         if run.error.traceback:
             error += "\n\n" + run.error.traceback.rstrip()
-        sections.append(("error", error))
+        sections.append(("needs attention" if run.status == "needs_attention" else "error", error))
     for title, body in sections:
         out.print()
         out.print(Text(title, style="bold"))
@@ -348,6 +351,26 @@ def retry(run_id: str, url: str | None) -> None:
             raise RunStateError(
                 f"run {run_id} {said}: only a failed or canceled run can be retried"
             ) from None
+
+    click.echo(run_with_pool(url, rerun))
+
+
+@runs.command(name="rerun")
+@click.argument("run_id")
+@click.option("--from-step", "from_step", required=True, help="The first step to run again.")
+@click.option("--reason", default="", help="Why: recorded with the run (rerun_from).")
+@URL_OPTION
+def rerun_from_step(run_id: str, from_step: str, reason: str, url: str | None) -> None:
+    """Execute run RUN_ID, stopped in needs_attention, again from its step FROM_STEP.
+
+    The steps saved before it are kept; it and every later one run again. The run keeps
+    its id (its parent, children and events). A run in another state, or without that
+    step, is refused (exit code 1).
+    """
+
+    async def rerun(pool: Workpool) -> str:
+        await pool.rerun(run_id, from_step=from_step, reason=reason)
+        return f"run {run_id} queued again from step {from_step!r}"
 
     click.echo(run_with_pool(url, rerun))
 

@@ -224,12 +224,39 @@ class Enqueueing(Control):
             )
         return RunHandle(self, result.run_id)
 
+    async def rerun(self, run_id: str, *, from_step: str, reason: str = "") -> RunHandle[Any]:
+        """Execute a ``needs_attention`` run again from its saved step ``from_step``.
+
+        The steps saved before it are kept; it and every later one are forgotten, so
+        they run again; the run is queued now, as the same run (same id, parent,
+        children, events; the attempt goes on), with ``rerun_from`` = ``{"step",
+        "reason", "at"}`` recorded. One atomic backend operation. RunNotFoundError for
+        an unknown id; RunStateError for a run in another state or without that step."""
+        check_name(from_step, what="from_step")
+        backend = await self.backend()
+        result = await backend.rerun_from_step(run_id, from_step, reason, self.settings.clock.now())
+        if result == "not_found":
+            raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        if result == "not_stopped":
+            raise RunStateError(
+                f"run {run_id} is not in needs_attention: only a run stopped there can be "
+                "rerun from a step (retry_run enqueues a failed or canceled run again)"
+            )
+        if result == "no_step":
+            names = [step.name for step in await backend.get_steps(run_id)]
+            raise RunStateError(
+                f"run {run_id} has no saved step {from_step!r}; its saved steps are: "
+                f"{', '.join(map(repr, names)) or 'none'}"
+            )
+        return RunHandle(self, run_id)
+
     enqueue_many_sync = sync_twin(enqueue_many, "pool")
     batch_sync = sync_twin(batch, "pool")
     add_to_batch_sync = sync_twin(add_to_batch, "pool")
     get_batch_sync = sync_twin(get_batch, "pool")
     run_by_name_sync = sync_twin(run_by_name, "pool")
     retry_run_sync = sync_twin(retry_run, "pool")
+    rerun_sync = sync_twin(rerun, "pool")
 
 
 def _log_enqueued(runs: Sequence[NewRun], stored: Sequence[Enqueued]) -> None:

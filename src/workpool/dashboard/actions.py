@@ -1,7 +1,7 @@
-"""The actions (POST, with a CSRF token): pause, resume and limit a queue; cancel and
-retry a run. Each answers with a redirect to the page it was taken from (so a reload
-does not repeat it), or, for cancel and retry without ``confirmed``, a page that asks
-first (the script asks with a dialog instead when JavaScript is on)."""
+"""The actions (POST, with a CSRF token): pause, resume and limit a queue; cancel, retry
+and rerun from a step a run. Each answers with a redirect to the page it was taken from
+(so a reload does not repeat it), or, for the run actions without ``confirmed``, a page
+that asks first (the script asks with a dialog instead when JavaScript is on)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from workpool.dashboard.rendering import Renderer
 from workpool.validation import parse_count
 
 CANCEL_REASON = "canceled from the dashboard"
+RERUN_REASON = "rerun from the dashboard"
 CANCEL_NOTICES = {"canceled": "canceled", "requested": "cancel-requested", "finished": "finished"}
 
 
@@ -60,8 +61,16 @@ class Actions:
         handle = await self.pool.retry_run(run_id)
         return RedirectResponse(f"{run_path(request, handle.id)}?notice=retried", 303)
 
-    def _confirm(self, request: Request, action: str, run_id: str) -> Response:
-        context = {"nav": "runs", "action": action, "run_id": run_id}
+    async def rerun(self, request: Request) -> Response:
+        form = await read_form(request, self.renderer.options)
+        run_id, step = _field(form, "run_id"), _field(form, "step")
+        if form.get("confirmed") != "1":
+            return self._confirm(request, "rerun", run_id, step)
+        await self.pool.rerun(run_id, from_step=step, reason=RERUN_REASON)
+        return RedirectResponse(f"{run_path(request, run_id)}?notice=rerun", 303)
+
+    def _confirm(self, request: Request, action: str, run_id: str, step: str = "") -> Response:
+        context = {"nav": "runs", "action": action, "run_id": run_id, "step": step}
         return self.renderer.page(request, "confirm.html", context)
 
 

@@ -77,6 +77,7 @@ def create_dashboard(
         Route("/actions/limit", actions.limit, methods=["POST"]),
         Route("/actions/cancel", actions.cancel, methods=["POST"]),
         Route("/actions/retry", actions.retry, methods=["POST"]),
+        Route("/actions/rerun", actions.rerun, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("workpool.dashboard", "static")]), name="static"),
     ]
 

@@ -34,6 +34,7 @@ NOTICES = {
     "cancel-requested": "Cancel requested: its worker stops the run within one lease renewal.",
     "finished": "The run had already finished: nothing changed.",
     "retried": "Retried: this new run re-runs the one it is a retry of.",
+    "rerun": "Queued again from the chosen step: the steps before it are kept.",
 }
 """The messages an action's redirect may show (``?notice=<key>``): fixed texts only."""
 

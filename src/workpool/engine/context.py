@@ -66,6 +66,11 @@ class RunContext:
             )
         return self._steps
 
+    async def patched(self, change_id: str) -> bool:
+        """Whether this run reaches this point on code with the change ``change_id``:
+        False for a run that went past it on older code (see ``Steps.patched``)."""
+        return await self.step.patched(change_id)
+
     @property
     def cancelled(self) -> bool:
         """True once a cancel of this run was requested or its time limit passed; sync

@@ -10,6 +10,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from workpool.errors import (
     NonRetriableError,
     PayloadError,
     RunTimeoutError,
+    StepMismatchError,
     WorkpoolError,
 )
 from workpool.options import RetryPolicy
@@ -188,7 +190,6 @@ async def _execute(
         value = workflow.decode_input(claimed.input)
     except (ValueError, ValidationError) as error:
         return permanent_failure(claimed, _undecodable_input(claimed, error))
-    steps = ctx._steps
     limit = attempt_timeout(workflow, claimed)
     until_deadline = None if claimed.deadline is None else claimed.deadline - env.now()
     deadline = None
@@ -205,8 +206,9 @@ async def _execute(
             deadline.cancel()
     if deadline is not None and ctx.timed_out:  # it ignored the interruption
         return deadline.outcome(env)
-    if steps is not None and steps.duplicate is not None:
-        return permanent_failure(claimed, steps.duplicate)
+    unfit = _steps_unfit(claimed, ctx)
+    if unfit is not None:
+        return unfit
     try:
         output = workflow.encode_output(result)
         check_size(
@@ -215,6 +217,20 @@ async def _execute(
     except PayloadError as error:
         return permanent_failure(claimed, error)
     return Finish(claimed.lease, "succeeded", output=output)
+
+
+def _steps_unfit(claimed: ClaimedRun, ctx: RunContext) -> Finish | None:
+    """The outcome of a handler that returned when its steps do not fit the saved ones:
+    a step name used twice fails the run; a replay that met a mismatch stops it."""
+    steps = ctx._steps
+    if steps is None:
+        return None
+    if steps.duplicate is not None:
+        return permanent_failure(claimed, steps.duplicate)
+    if steps.mismatch is None:
+        with suppress(StepMismatchError):  # recorded in steps.mismatch
+            steps.check_end()
+    return None if steps.mismatch is None else _stopped(claimed, steps.mismatch)
 
 
 def _check_lease_before_start(ctx: RunContext) -> None:
@@ -282,6 +298,11 @@ def _outcome_of_error(
         return Finish(claimed.lease, "canceled")
     if steps is not None and steps.duplicate is not None:
         return permanent_failure(claimed, steps.duplicate)
+    if steps is not None and steps.mismatch is None and not isinstance(error, LeaseLost):
+        with suppress(StepMismatchError):  # recorded in steps.mismatch
+            steps.check_end()
+    if steps is not None and steps.mismatch is not None:
+        return _stopped(claimed, steps.mismatch)
     if isinstance(error, NonRetriableError):
         return permanent_failure(claimed, error)
     if isinstance(error, BackendUnavailableError):
@@ -307,6 +328,12 @@ def _signal_outcome(claimed: ClaimedRun, signal: BaseException, steps: Steps | N
             events=wait.events,
         )
     raise signal
+
+
+def _stopped(claimed: ClaimedRun, mismatch: StepMismatchError) -> Finish:
+    """The run's saved steps no longer fit its code: it waits for an operator."""
+    logger.warning("%s", mismatch)
+    return Finish(claimed.lease, "attention", error=error_json(mismatch))
 
 
 def _only(error: BaseException, kind: type[BaseException]) -> bool:

@@ -20,34 +20,33 @@ environment and signals live in ``environment.py``.
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any, NoReturn
+from typing import Any
 
 from workpool import tracing
 from workpool.backends.base import NewRun, StepKind, StepRecord
 from workpool.definitions import RunOptions, Workflow
+from workpool.engine.calls import call_step, result_json, step_duration, step_timeout
 from workpool.engine.children import child_result, child_run
 from workpool.engine.environment import (
     LeaseLost,
     StepEnvironment,
-    SuspendRun,
-    Suspension,
     check_lease,
     ride_out,
 )
+from workpool.engine.replay import PATCH_PREFIX, Replay, args_hash
+from workpool.engine.suspending import Suspending
 from workpool.errors import (
     DuplicateStepError,
-    NonRetriableError,
-    PayloadError,
+    StepMismatchError,
     StepTimeoutError,
 )
-from workpool.serialization import check_size, error_json, from_json, to_json
-from workpool.validation import check_name, check_time, duration_seconds, timestamp_of
+from workpool.serialization import error_json, from_json, to_json
+from workpool.validation import check_name, timestamp_of
 
 SLEEP_IN_SLOT_UNDER = 0.5
 """Seconds: a shorter sleep waits in the slot instead of suspending the run."""
@@ -55,7 +54,7 @@ REPLAYED = {"workpool.step.replayed": True}
 """The attribute of a step's span when the step returned its saved result."""
 
 
-class Steps:
+class Steps(Suspending):
     """The ``ctx.step`` API of one execution of a run (async handlers only)."""
 
     def __init__(self, env: StepEnvironment) -> None:
@@ -63,16 +62,28 @@ class Steps:
         self._run_id = env.lease.run_id
         self._saved: dict[str, StepRecord] | None = None if env.has_steps else {}
         self._loading = asyncio.Lock()
-        self._used: set[str] = set()
-        self._busy = 0
-        self._settled = asyncio.Event()
-        self._settled.set()
-        self._waits: list[tuple[str | None, float | None, str | None, asyncio.Future[None]]] = []
-        self._watcher: asyncio.Task[None] | None = None
-        self.duplicate: DuplicateStepError | None = None
+        self._replay = Replay(self._run_id)
+        super().__init__()
+
+    @property
+    def duplicate(self) -> DuplicateStepError | None:
         """Set when a step name was used twice: the run fails whatever the handler does."""
-        self.suspension: Suspension | None = None
-        """Set once the run is to be suspended (the pending waits were unwound)."""
+        return self._replay.duplicate
+
+    @property
+    def mismatch(self) -> StepMismatchError | None:
+        """Set when the saved steps no longer fit the code: the run stops whatever the
+        handler does (``needs_attention``)."""
+        return self._replay.mismatch
+
+    def check_end(self) -> None:
+        """At the end of the execution: stop if a saved completed step was skipped."""
+        if self._saved is not None and self.mismatch is None:
+            self._replay.check_order(self._saved)
+
+    def _before_suspend(self) -> None:
+        with suppress(StepMismatchError):  # recorded in self.mismatch
+            self.check_end()
 
     # -- the API ----------------------------------------------------------------------
 
@@ -94,21 +105,23 @@ class Steps:
         StepTimeoutError; a sync ``fn`` cannot be interrupted and finishes in its
         thread, unobserved.
         """
-        seconds = self._timeout(name, timeout)
-        self._use_name(name)
+        seconds = step_timeout(self._now(), name, timeout)
+        position = self._replay.reach(name)
+        called_with = args_hash(args, kwargs)
         with self._active(), tracing.step_span("run", name) as span:
             saved = (await self._load()).get(name)
-            self._check_kind(saved, name, "run")
             if saved is not None and saved.status == "succeeded":
+                self._replay.replay(saved, "run", called_with)
                 tracing.annotate(span, REPLAYED)
                 return from_json(saved.output)
+            await self._before_new(saved, "run")
             attempts = saved.attempts + 1 if saved is not None else 1
             tracing.annotate(span, {"workpool.step.attempt": attempts})
             started = self._now()
             check_lease(self._env, name)
             try:
-                value = await self._call(name, fn, args, kwargs, seconds)
-                output = self._result_json(name, value)
+                value = await call_step(self._env, name, partial(fn, *args, **kwargs), seconds)
+                output = result_json(name, value, self._limit)
             except Exception as error:
                 failed = StepRecord(
                     name,
@@ -118,11 +131,21 @@ class Steps:
                     started,
                     error=error_json(error),
                     finished_at=self._now(),
+                    position=position,
+                    args_hash=called_with,
                 )
                 await self._save(failed)
                 raise
             done = StepRecord(
-                name, "run", "succeeded", attempts, started, output=output, finished_at=self._now()
+                name,
+                "run",
+                "succeeded",
+                attempts,
+                started,
+                output=output,
+                finished_at=self._now(),
+                position=position,
+                args_hash=called_with,
             )
             await self._save(done)
             return from_json(output)
@@ -144,15 +167,17 @@ class Steps:
         canceled, StepTimeoutError if it did not end within ``timeout`` (a timedelta
         or seconds; it then runs on). Canceling this run cancels the child.
         """
-        seconds = self._timeout(name, timeout)
+        seconds = step_timeout(self._now(), name, timeout)
         RunOptions(queue=queue)  # checks the queue name as run() would
-        self._use_name(name)
+        position = self._replay.reach(name)
+        called_with = args_hash(child.name if isinstance(child, Workflow) else child, input)
         with self._active(), tracing.step_span("workflow", name) as span:
             saved = (await self._load()).get(name)
-            self._check_kind(saved, name, "workflow")
             if saved is not None and saved.status in ("waiting", "succeeded"):
+                self._replay.replay(saved, "workflow", called_with)
                 tracing.annotate(span, REPLAYED)
             else:
+                await self._before_new(saved, "workflow")
                 now = self._now()
                 waiting = StepRecord(
                     name,
@@ -161,6 +186,8 @@ class Steps:
                     saved.attempts + 1 if saved else 1,
                     now,
                     wake_at=now + seconds if seconds is not None else None,
+                    position=position,
+                    args_hash=called_with,
                 )
                 saved = await self._start_child(waiting, child, input, queue=queue)
             if saved.status == "waiting":
@@ -197,13 +224,23 @@ class Steps:
         RunOptions(  # checks the options as run() would
             run_at=run_at, run_after=run_after, queue=queue, idempotency_key=idempotency_key
         )
-        self._use_name(name)
+        position = self._replay.reach(name)
+        called_with = args_hash(child.name if isinstance(child, Workflow) else child, input)
         with self._active(), tracing.step_span("emit", name) as span:
             saved = (await self._load()).get(name)
-            self._check_kind(saved, name, "emit")
             if saved is None or saved.child_run_id is None:
+                await self._before_new(saved, "emit")
                 now = self._now()
-                emitted = StepRecord(name, "emit", "succeeded", 1, now, finished_at=now)
+                emitted = StepRecord(
+                    name,
+                    "emit",
+                    "succeeded",
+                    1,
+                    now,
+                    finished_at=now,
+                    position=position,
+                    args_hash=called_with,
+                )
                 saved = await self._start_child(
                     emitted,
                     child,
@@ -214,16 +251,46 @@ class Steps:
                     idempotency_key=idempotency_key,
                 )
             else:
+                self._replay.replay(saved, "emit", called_with)
                 tracing.annotate(span, REPLAYED)
             assert saved.child_run_id is not None
             return saved.child_run_id
+
+    async def patched(self, change_id: str) -> bool:
+        """Whether this run reaches this point on code with the change ``change_id``.
+
+        True for a run that first reaches this call on code that has it; False for a
+        run that went past this point on older code (it has saved steps this execution
+        has not reached yet). The answer is saved as the step ``patched:<change_id>``,
+        so every later replay of the run gets the same one.
+        """
+        check_name(change_id, what="change id")
+        name = PATCH_PREFIX + change_id
+        position = self._replay.reach(name)
+        with self._active():
+            saved = await self._load()
+            marker = saved.get(name)
+            if marker is not None:
+                self._replay.replay(marker, "run", None)
+                return bool(from_json(marker.output))
+            for _ in range(3):  # let concurrent branches reach their saved steps first
+                await asyncio.sleep(0)
+            new = all(self._replay.reached(step) for step in saved)
+            now = self._now()
+            output = to_json(new, what=name)
+            await self._save(
+                StepRecord(
+                    name, "run", "succeeded", 1, now, output, finished_at=now, position=position
+                )
+            )
+            return new
 
     async def sleep(self, name: str, duration: timedelta | float) -> None:
         """Wait ``duration`` (seconds or timedelta) durably: a restart does not reset it.
 
         Waits of ``SLEEP_IN_SLOT_UNDER`` seconds or more suspend the run and free its slot.
         """
-        seconds = self._duration(name, "duration", duration, positive=False)
+        seconds = step_duration(self._now(), name, "duration", duration, positive=False)
         await self._sleep(name, lambda now: now + max(0.0, seconds))
 
     async def sleep_until(self, name: str, when: datetime) -> None:
@@ -243,16 +310,29 @@ class Steps:
         it returns None, as a null payload would: send non-null payloads when the two
         must be told apart. A replay returns the saved payload.
         """
-        seconds = self._timeout(name, timeout)
+        seconds = step_timeout(self._now(), name, timeout)
         check_name(key, what=f"step {name!r}: event key")
-        self._use_name(name)
+        position = self._replay.reach(name)
+        called_with = args_hash(key)
         with self._active():
             saved = (await self._load()).get(name)
-            self._check_kind(saved, name, "event")
+            if saved is not None:
+                self._replay.replay(saved, "event", called_with)
+            else:
+                await self._before_new(saved, "event")
             if saved is None or saved.status == "waiting":
                 now = self._now()
                 wake_at = None if seconds is None else now + seconds
-                step = saved or StepRecord(name, "event", "waiting", 1, now, wake_at=wake_at)
+                step = saved or StepRecord(
+                    name,
+                    "event",
+                    "waiting",
+                    1,
+                    now,
+                    wake_at=wake_at,
+                    position=position,
+                    args_hash=called_with,
+                )
                 if step.wake_at is not None and now >= step.wake_at:
                     step = replace(step, status="succeeded", output="null", finished_at=now)
                 saved = await self._save(step, event=key)
@@ -264,28 +344,26 @@ class Steps:
                 await self._suspend_until(None, saved.wake_at, event=key)
             return from_json(saved.output)
 
-    def _timeout(self, name: str, timeout: timedelta | float | None) -> float | None:
-        """Seconds of a step's ``timeout`` (None: no limit)."""
-        if timeout is None:
-            return None
-        return self._duration(name, "timeout", timeout, positive=True)
-
-    def _duration(self, name: str, what: str, value: object, *, positive: bool) -> float:
-        """Seconds of a step's duration argument, ending at a time workpool can store."""
-        seconds = duration_seconds(value, what=f"step {name!r}: {what}", positive=positive)
-        check_time(self._now() + max(0.0, seconds), what=f"step {name!r}: the end of its {what}")
-        return seconds
-
     # -- replay state -------------------------------------------------------------------
 
     async def _sleep(self, name: str, wake_at_from: Callable[[float], float]) -> None:
-        self._use_name(name)
+        position = self._replay.reach(name)
         with self._active():
             saved = (await self._load()).get(name)
-            self._check_kind(saved, name, "sleep")
-            if saved is None:
+            if saved is not None:
+                self._replay.replay(saved, "sleep", None)
+            else:
+                await self._before_new(saved, "sleep")
                 now = self._now()
-                timer = StepRecord(name, "sleep", "waiting", 1, now, wake_at=wake_at_from(now))
+                timer = StepRecord(
+                    name,
+                    "sleep",
+                    "waiting",
+                    1,
+                    now,
+                    wake_at=wake_at_from(now),
+                    position=position,
+                )
                 saved = await self._save(timer)
                 tracing.note(
                     "sleep", {"workpool.step": name, "workpool.sleep_until": timer.wake_at}
@@ -329,32 +407,17 @@ class Steps:
         self._saved[step.name] = stored
         return stored
 
-    def _result_json(self, name: str, value: Any) -> str:
-        """A step result as JSON; one that cannot be stored fails the run for good (the
-        same function would return the same thing on a retry)."""
-        try:
-            output = to_json(value, what=f"result of step {name!r}")
-            check_size(output, what=f"result of step {name!r}", limit=self._limit)
-        except PayloadError as error:
-            raise NonRetriableError(str(error)) from error
-        return output
-
-    def _use_name(self, name: str) -> None:
-        check_name(name, what="step name")
-        if name in self._used:
-            self.duplicate = DuplicateStepError(
-                f"run {self._run_id} used the step name {name!r} twice in one execution; "
-                "give every step its own name (e.g. add the loop index: f'charge-{i}')"
-            )
-            raise self.duplicate
-        self._used.add(name)
-
-    def _check_kind(self, saved: StepRecord | None, name: str, kind: StepKind) -> None:
+    async def _before_new(self, saved: StepRecord | None, kind: StepKind) -> None:
+        """Before a step does something new (calls its function again, starts a child,
+        saves a wait): stop if its saved record is of another kind, or if a saved
+        completed step was skipped, once concurrent branches have had a turn to reach it."""
         if saved is not None and saved.kind != kind:
-            raise NonRetriableError(
-                f"run {self._run_id}: step {name!r} was saved as a {saved.kind!r} step and is "
-                f"now used as a {kind!r} step; step names must mean the same thing on replay"
-            )
+            self._replay.replay(saved, kind, None)
+        assert self._saved is not None
+        if self._replay.unreached(self._saved):
+            for _ in range(3):
+                await asyncio.sleep(0)
+            self._replay.check_order(self._saved)
 
     async def _start_child(
         self, step: StepRecord, child: Workflow[Any, Any] | str, input: Any, **options: Any
@@ -367,76 +430,6 @@ class Steps:
             saved = await self._save(step, new_run)
             sending.sent([(saved.child_run_id or new_run.id, new_run.queue, new_run.priority)])
         return saved
-
-    async def _call(
-        self,
-        name: str,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        timeout: float | None,
-    ) -> Any:
-        try:
-            async with asyncio.timeout(timeout) as limit:
-                if inspect.iscoroutinefunction(fn):
-                    return await fn(*args, **kwargs)
-                loop = asyncio.get_running_loop()
-                return await loop.run_in_executor(self._env.threads, partial(fn, *args, **kwargs))
-        except TimeoutError:
-            if not limit.expired():
-                raise
-            raise StepTimeoutError(
-                f"step {name!r} of run {self._run_id} ran over its timeout of {timeout} s"
-            ) from None
-
-    # -- suspension ---------------------------------------------------------------------
-
-    @contextmanager
-    def _active(self) -> Iterator[None]:
-        """A step call in progress: the run is not suspended until none is."""
-        self._busy += 1
-        self._settled.clear()
-        try:
-            yield
-        finally:
-            self._busy -= 1
-            if self._busy == 0:
-                self._settled.set()
-
-    async def _suspend_until(
-        self, child: str | None, wake_at: float | None, *, event: str | None = None
-    ) -> NoReturn:
-        """Wait durably; raises SuspendRun once the whole handler is waiting durably."""
-        if self.suspension is not None:  # already unwinding (a wait in a finally block)
-            raise SuspendRun
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waits.append((child, wake_at, event, future))
-        if self._watcher is None:
-            self._watcher = asyncio.create_task(self._suspend_when_settled())
-        self._busy -= 1  # a durable wait is not activity
-        if self._busy == 0:
-            self._settled.set()
-        try:
-            await future
-        finally:
-            self._busy += 1
-        raise AssertionError("a durable wait only ends by SuspendRun")
-
-    async def _suspend_when_settled(self) -> None:
-        while True:
-            # Let sibling coroutines (asyncio.gather) reach their own steps first.
-            for _ in range(3):
-                await asyncio.sleep(0)
-            if self._busy == 0:
-                break
-            await self._settled.wait()
-        times = [wake_at for _, wake_at, _, _ in self._waits if wake_at is not None]
-        children = tuple(dict.fromkeys(child for child, _, _, _ in self._waits if child))
-        events = tuple(dict.fromkeys(event for _, _, event, _ in self._waits if event))
-        self.suspension = Suspension(min(times) if times else None, children, events)
-        for _, _, _, future in self._waits:
-            if not future.done():
-                future.set_exception(SuspendRun())
 
     def _now(self) -> float:
         return self._env.settings.clock.now()

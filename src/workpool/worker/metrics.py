@@ -127,6 +127,12 @@ class WorkerMetrics:
             ["queue"],
             registry=registry,
         )
+        self.queue_needs_attention = Gauge(
+            "workpool_queue_needs_attention_runs",
+            "Runs of the queue stopped because their saved steps no longer fit their code.",
+            ["queue"],
+            registry=registry,
+        )
         self.lease_losses = Counter(
             "workpool_lease_losses",
             "Runs this worker stopped or could not record because their lease was lost.",
@@ -209,6 +215,7 @@ class WorkerMetrics:
             self.queue_pending.labels(queue).set(figures.pending)
             self.queue_running.labels(queue).set(figures.running)
             self.queue_suspended.labels(queue).set(figures.suspended)
+            self.queue_needs_attention.labels(queue).set(figures.needs_attention)
 
     async def watch_queues(
         self, client: Client, queues: Sequence[str], health: BackendHealth

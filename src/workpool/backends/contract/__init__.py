@@ -31,7 +31,9 @@ Run states::
     running --finish(suspend)--> suspended (waits on children, events and/or a timer)
     suspended --(an awaited child ends | an awaited event is sent
                  | wake_at <= now, promoted by claim)--> queued
-    queued | scheduled | suspended --cancel--> canceled
+    running --finish(attention)--> needs_attention (not terminal; holds no gate place)
+    needs_attention --rerun_from_step--> queued
+    queued | scheduled | suspended | needs_attention --cancel--> canceled
 
 Terminal transitions fire the run's completion hooks (see ``CompletionHook``) in the
 same atomic operation, exactly once. A run that ends ``canceled`` cancels, in the same

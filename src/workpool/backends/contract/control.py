@@ -18,6 +18,8 @@ CancelResult = Literal["canceled", "requested", "finished", "not_found"]
 
 RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeeded"]
 
+RerunFromStep = Literal["queued", "not_found", "not_stopped", "no_step"]
+
 
 @dataclass(frozen=True, slots=True)
 class Rerun:
@@ -80,6 +82,22 @@ class Control(Protocol):
         ``retried_as = new_id``. A run already re-run returns ``exists`` with the id of
         the run made then and changes nothing; ``not_found``, ``not_finished`` (active)
         and ``succeeded`` change nothing either.
+        """
+        ...
+
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
+        """Execute a ``needs_attention`` run again from one of its saved steps, in ONE
+        operation validated before its first write.
+
+        Deletes step ``step`` and every later one (a position at least its position;
+        where either has no position, a ``started_at`` at least its), keeps the earlier
+        ones, stores ``rerun_from`` = ``{"step": step, "reason": reason, "at": now}``
+        (JSON) on the run and queues it as a woken suspended run is queued (available
+        now, through its rate limits and gate, its queue's workers woken; the attempt
+        goes on). ``not_found`` (no run), ``not_stopped`` (the run is in another state)
+        and ``no_step`` (the run has no step of that name) change nothing.
         """
         ...
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend"]
+FinishStatus = Literal["succeeded", "failed", "canceled", "retry", "suspend", "attention"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +227,10 @@ class Leasing(Protocol):
         - ``failed`` or ``canceled``: store error (for failed), end in that state.
         - ``retry``: store error, become ``scheduled`` at ``retry_at`` (or ``queued``
           if ``retry_at <= now``), lease dropped.
+        - ``attention``: store error (why the run's saved steps no longer fit its code),
+          become ``needs_attention``, lease dropped, the run's gate place freed; no
+          hooks fire and no parent is woken (the run is not terminal). It stays there
+          until ``rerun_from_step`` or ``cancel``.
         - ``suspend``: lease dropped, the next claim resumes the attempt; if a run of
           ``waiting_on`` has ended (or does not exist), an event of one of ``events``
           waits to be taken, or ``wake_at <= now``, become ``queued`` now;
@@ -235,8 +239,8 @@ class Leasing(Protocol):
           (``send_event``) or ``wake_at`` is due (promoted by ``claim`` like a
           scheduled run). The keys count for this suspension only: a later one waits
           on its own ``events``.
-        If cancel was requested for the run, ``failed``, ``canceled``, ``retry`` and
-        ``suspend`` all end ``canceled`` (with the cancel reason, and the entry's
+        If cancel was requested for the run, ``failed``, ``canceled``, ``retry``,
+        ``attention`` and ``suspend`` all end ``canceled`` (with the cancel reason, and the entry's
         error, if any, stored as the last failure); ``succeeded`` stays succeeded.
         Terminal outcomes fire hooks. Every applied entry stores its ``progress``, if
         any. A ``suspend`` adds the execution's time (``now - started_at``) to the

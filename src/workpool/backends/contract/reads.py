@@ -41,6 +41,8 @@ class PairActivity:
     """Queued runs, claimable or waiting for a place at a concurrency gate."""
     running: int
     suspended: int
+    needs_attention: int = 0
+    """Runs stopped because their saved steps no longer fit their code (not terminal)."""
 
 
 @dataclass(frozen=True, slots=True)

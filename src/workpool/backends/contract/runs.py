@@ -7,11 +7,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-RunState = Literal["scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"]
+RunState = Literal[
+    "scheduled",
+    "queued",
+    "running",
+    "suspended",
+    "needs_attention",
+    "succeeded",
+    "failed",
+    "canceled",
+]
 
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
 
-ACTIVE_STATES: frozenset[str] = frozenset({"scheduled", "queued", "running", "suspended"})
+ACTIVE_STATES: frozenset[str] = frozenset(
+    {"scheduled", "queued", "running", "suspended", "needs_attention"}
+)
 
 MAX_RANK_OFFSET = 1e12
 """The largest ``rank_offset`` a backend accepts, either sign (about 31,700 years): with
@@ -172,6 +183,8 @@ class RunRecord:
     """The limit of the run's concurrency gate, if it has one."""
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+    rerun_from: str | None = None
+    """JSON text ``{"step", "reason", "at"}`` of the latest ``rerun_from_step``, or None."""
     rate_reserved: bool = False
     """Scheduled at the start its rate limits reserved for it (not yet used): it waits
     for a rate limit, not for a time its enqueuer gave."""

@@ -51,6 +51,12 @@ class StepRecord:
     wake_at: float | None = None
     """``sleep``: when it ends; ``workflow`` and ``event``: when the wait times out."""
     finished_at: float | None = None
+    position: int | None = None
+    """Where the execution that saved it reached it among the run's steps, from 0
+    (None: saved before steps recorded it)."""
+    args_hash: str | None = None
+    """A hash of what it was called with (arguments, child and input, event key), where
+    the engine has one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from workpool.backends.base import (
     QueueSettings,
     RenewResult,
     Rerun,
+    RerunFromStep,
     RunPage,
     RunRecord,
     SkippedTickRecord,
@@ -361,6 +362,12 @@ class PostgresBackend:
     async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
         """See ``Backend.rerun``."""
         return await self._transact(lambda ops: ops.rerun(run_id, new_id, now))
+
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
+        """See ``Backend.rerun_from_step``."""
+        return await self._transact(lambda ops: ops.rerun_from_step(run_id, step, reason, now))
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

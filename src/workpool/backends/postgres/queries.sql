@@ -181,7 +181,7 @@ UPDATE runs SET
     wake_at = NULL,
     lease_losses = lease_losses + %(lease_loss)s,
     run_time = run_time + %(ran)s
-WHERE id = %(id)s AND status IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE id = %(id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
     batch_id;
@@ -249,13 +249,45 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- name: unfinished_among
 -- How many of the runs :ids exist and have not ended.
 SELECT count(*) AS unfinished FROM runs
-WHERE id = ANY(%(ids)s::text[]) AND status IN ('scheduled', 'queued', 'running', 'suspended');
+WHERE id = ANY(%(ids)s::text[]) AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
 
 -- name: record_child_outcome
 -- Store child :child's outcome in step :step of run :parent, if the step still awaits it.
 UPDATE steps SET status = %(status)s, output = %(output)s, error = %(error)s,
     finished_at = %(now)s
 WHERE run_id = %(parent)s AND name = %(step)s AND child_run_id = %(child)s;
+
+-- name: stop_run
+-- Drop run :id's lease, the attempt to resume: needs_attention, with :error saying why,
+-- until an operator reruns it from a step (rerun_from_step) or cancels it.
+UPDATE runs SET
+    status = 'needs_attention',
+    resuming = true,
+    error = %(error)s,
+    run_time = run_time + %(ran)s,
+    attempt_time = attempt_time + %(ran)s,
+    isolate = false,
+    wake_at = NULL,
+    awaited_events = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL
+WHERE id = %(id)s;
+
+-- name: forget_steps_from
+-- Delete step :name of run :run_id and every later one: a larger or equal position, or,
+-- where either has none, a later or equal start.
+DELETE FROM steps
+WHERE run_id = %(run_id)s AND CASE
+    WHEN position IS NULL OR %(position)s::integer IS NULL THEN started_at >= %(started_at)s
+    ELSE position >= %(position)s::integer
+END;
+
+-- name: rerun_stopped
+-- Queue run :id (needs_attention) at :now, recording :rerun_from (JSON) as why.
+UPDATE runs SET status = 'queued', available_at = %(now)s, admitted = gate IS NULL,
+    rerun_from = %(rerun_from)s
+WHERE id = %(id)s AND status = 'needs_attention'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: wake_suspended
 -- Queue run :id at :now if it is suspended; returns its queue when it was.
@@ -268,7 +300,7 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- Unfinished children of run :id that one of its steps awaits, locked.
 SELECT id, status FROM runs
 WHERE parent_run_id = %(id)s AND parent_step IS NOT NULL
-    AND status IN ('scheduled', 'queued', 'running', 'suspended')
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
 ORDER BY id
 FOR UPDATE;
 
@@ -280,10 +312,11 @@ SELECT id, status, output, error, cancel_reason FROM runs WHERE id = %(id)s;
 -- Store step :name of run :run_id, replacing an earlier one of that name.
 INSERT INTO steps (
     run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 ) VALUES (
     %(run_id)s, %(name)s, %(kind)s, %(status)s, %(attempts)s, %(output)s, %(error)s,
-    %(child_run_id)s, %(wake_at)s, %(started_at)s, %(finished_at)s
+    %(child_run_id)s, %(wake_at)s, %(started_at)s, %(finished_at)s, %(position)s,
+    %(args_hash)s
 )
 ON CONFLICT (run_id, name) DO UPDATE SET
     kind = excluded.kind,
@@ -294,12 +327,14 @@ ON CONFLICT (run_id, name) DO UPDATE SET
     child_run_id = excluded.child_run_id,
     wake_at = excluded.wake_at,
     started_at = excluded.started_at,
-    finished_at = excluded.finished_at;
+    finished_at = excluded.finished_at,
+    position = excluded.position,
+    args_hash = excluded.args_hash;
 
 -- name: get_step
 -- Step :name of run :run_id (no row: none saved).
 SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 FROM steps WHERE run_id = %(run_id)s AND name = %(name)s;
 
 -- name: mark_has_steps
@@ -309,7 +344,7 @@ UPDATE runs SET has_steps = true WHERE id = %(id)s AND NOT has_steps;
 -- name: get_steps
 -- Every step of run :run_id, oldest first.
 SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 FROM steps WHERE run_id = %(run_id)s
 ORDER BY started_at, name;
 
@@ -347,7 +382,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
@@ -510,7 +545,10 @@ SELECT
         WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'running') AS running,
     (SELECT count(*) FROM runs AS r
         WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'suspended')
-        AS suspended
+        AS suspended,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'needs_attention')
+        AS needs_attention
 FROM run_pairs AS p
 ORDER BY queue, workflow;
 
@@ -548,7 +586,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved
 FROM runs WHERE id = ANY(%(ids)s::text[]) AND NOT set_aside
@@ -671,7 +709,7 @@ RETURNING
 -- name: cancelable_in_batch
 -- Up to :limit unfinished runs of batch :batch_id without a cancel request, by id, locked.
 SELECT id, status FROM runs
-WHERE batch_id = %(batch_id)s AND status IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE batch_id = %(batch_id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
     AND NOT cancel_requested
 ORDER BY id
 LIMIT %(limit)s
@@ -812,7 +850,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by

@@ -91,6 +91,7 @@ class Reads:
                 queued=int(row["queued"]),
                 running=int(row["running"]),
                 suspended=int(row["suspended"]),
+                needs_attention=int(row["needs_attention"]),
             )
             for row in await self.all("pair_activity")
         ]

@@ -27,6 +27,7 @@ from workpool.backends.base import (
     QueueSettings,
     RenewResult,
     Rerun,
+    RerunFromStep,
     RerunStatus,
     StepRecord,
     TickStarted,
@@ -376,6 +377,16 @@ class RedisBackend(RedisReads):
         if status not in get_args(RerunStatus):
             raise RuntimeError(f"rerun.lua returned an unknown result {status!r}")
         return Rerun(status=cast(RerunStatus, status), run_id=found)
+
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
+        check_now(now)
+        note = json.dumps({"step": step, "reason": reason, "at": now})
+        status = await self._scripts.rerun_from_step(codec.seconds(now), run_id, step, note)
+        if status not in get_args(RerunFromStep):
+            raise RuntimeError(f"rerun_from_step.lua returned an unknown result {status!r}")
+        return cast(RerunFromStep, status)
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

@@ -44,6 +44,7 @@ OPERATIONS = (
     "get_minute_counters",
     "purge",
     "rerun",
+    "rerun_from_step",
     "heartbeat",
     "fail_unserved",
     "start_tick",
@@ -144,6 +145,7 @@ class Scripts:
         self._get_minute_counters = Script(link, tag, "get_minute_counters")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
+        self._rerun_from_step = Script(link, tag, "rerun_from_step")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
         self._start_tick = Script(link, tag, "start_tick")
@@ -340,6 +342,10 @@ class Scripts:
         """(status, run id or None); status 'taken' when ``new_id`` names a run already."""
         reply = await self._rerun([now, run_id, new_id])
         return str(reply[0]), None if len(reply) < 2 else str(reply[1])
+
+    async def rerun_from_step(self, now: str, run_id: str, step: str, note: str) -> str:
+        """'queued', 'not_found', 'not_stopped' or 'no_step'; see rerun_from_step.lua."""
+        return str(await self._rerun_from_step([now, run_id, step, note]))
 
     async def heartbeat(
         self, now: str, worker_id: str, expires_at: str, record: str, workflows: Sequence[str]

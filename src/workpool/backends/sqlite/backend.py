@@ -31,6 +31,7 @@ from workpool.backends.base import (
     QueueSettings,
     RenewResult,
     Rerun,
+    RerunFromStep,
     RunPage,
     RunRecord,
     SkippedTickRecord,
@@ -399,6 +400,14 @@ class SQLiteBackend:
     async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
         """See ``Backend.rerun``."""
         return await self._transact(lambda operations: operations.rerun(run_id, new_id, now))
+
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
+        """See ``Backend.rerun_from_step``."""
+        return await self._transact(
+            lambda operations: operations.rerun_from_step(run_id, step, reason, now)
+        )
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

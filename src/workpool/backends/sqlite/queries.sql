@@ -90,7 +90,10 @@ SELECT workflow FROM run_pairs WHERE queue = :queue;
 -- Written as claims and finishes read it, so a sound row costs no second read.
 typeof(id) = 'text' AND typeof(workflow) = 'text' AND typeof(queue) = 'text'
 AND typeof(input) = 'text'
-AND status IN ('scheduled', 'queued', 'running', 'suspended', 'succeeded', 'failed', 'canceled')
+AND status IN (
+    'scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'succeeded', 'failed',
+    'canceled'
+)
 AND typeof(attempts) = 'integer' AND attempts BETWEEN -9007199254740991 AND 9007199254740991
 AND typeof(lease_losses) = 'integer'
 AND lease_losses BETWEEN -9007199254740991 AND 9007199254740991
@@ -133,7 +136,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
@@ -244,7 +247,7 @@ UPDATE runs SET
     wake_at = NULL,
     lease_losses = lease_losses + :lease_loss,
     run_time = run_time + :ran
-WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
     batch_id;
@@ -294,6 +297,38 @@ UPDATE runs SET
     lease_expires_at = NULL
 WHERE id = :id;
 
+-- name: stop_run
+-- Drop run :id's lease, the attempt to resume: needs_attention, with :error saying why,
+-- until an operator reruns it from a step (rerun_from_step) or cancels it.
+UPDATE runs SET
+    status = 'needs_attention',
+    resuming = 1,
+    error = :error,
+    run_time = run_time + :ran,
+    attempt_time = attempt_time + :ran,
+    isolate = 0,
+    wake_at = NULL,
+    awaited_events = NULL,
+    lease_token = NULL,
+    lease_expires_at = NULL
+WHERE id = :id;
+
+-- name: forget_steps_from
+-- Delete step :name of run :run_id and every later one: a larger or equal position, or,
+-- where either has none, a later or equal start.
+DELETE FROM steps
+WHERE run_id = :run_id AND (
+    CASE WHEN position IS NULL OR :position IS NULL THEN started_at >= :started_at
+        ELSE position >= :position END
+);
+
+-- name: rerun_stopped
+-- Queue run :id (needs_attention) at :now, recording :rerun_from (JSON) as why.
+UPDATE runs SET
+    status = 'queued', available_at = :now, admitted = gate IS NULL, rerun_from = :rerun_from
+WHERE id = :id AND status = 'needs_attention'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
+
 -- name: resume_now
 -- Drop run :id's lease, the attempt to resume, queued again at :now.
 UPDATE runs SET
@@ -313,7 +348,7 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 -- How many of the run ids in the :ids JSON array exist and have not ended.
 SELECT count(*) AS unfinished FROM runs
 WHERE id IN (SELECT value FROM json_each(:ids))
-    AND status IN ('scheduled', 'queued', 'running', 'suspended');
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
 
 -- name: record_child_outcome
 -- Store child :child's outcome in step :step of run :parent, if the step still awaits it.
@@ -330,7 +365,7 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- Unfinished children of run :id that one of its steps awaits.
 SELECT id, status FROM runs
 WHERE parent_run_id = :id AND parent_step IS NOT NULL
-    AND status IN ('scheduled', 'queued', 'running', 'suspended');
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
 
 -- name: child_outcome
 -- Status and outcome fields of run :id (no row: unknown id).
@@ -340,10 +375,10 @@ SELECT id, status, output, error, cancel_reason FROM runs WHERE id = :id;
 -- Store step :name of run :run_id, replacing an earlier one of that name.
 INSERT INTO steps (
     run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 ) VALUES (
     :run_id, :name, :kind, :status, :attempts, :output, :error, :child_run_id, :wake_at,
-    :started_at, :finished_at
+    :started_at, :finished_at, :position, :args_hash
 )
 ON CONFLICT (run_id, name) DO UPDATE SET
     kind = excluded.kind,
@@ -354,12 +389,14 @@ ON CONFLICT (run_id, name) DO UPDATE SET
     child_run_id = excluded.child_run_id,
     wake_at = excluded.wake_at,
     started_at = excluded.started_at,
-    finished_at = excluded.finished_at;
+    finished_at = excluded.finished_at,
+    position = excluded.position,
+    args_hash = excluded.args_hash;
 
 -- name: get_step
 -- Step :name of run :run_id (no row: none saved).
 SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 FROM steps WHERE run_id = :run_id AND name = :name;
 
 -- name: mark_has_steps
@@ -369,7 +406,7 @@ UPDATE runs SET has_steps = 1 WHERE id = :id AND has_steps = 0;
 -- name: get_steps
 -- Every step of run :run_id, oldest first (sorts that run's steps only).
 SELECT run_id, name, kind, status, attempts, output, error, child_run_id, wake_at, started_at,
-    finished_at
+    finished_at, position, args_hash
 FROM steps WHERE run_id = :run_id
 ORDER BY started_at, name;
 
@@ -407,7 +444,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, isolate, trace_context,
@@ -565,7 +602,10 @@ SELECT
         WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'running') AS running,
     (SELECT count(*) FROM runs AS r
         WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'suspended')
-        AS suspended
+        AS suspended,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'needs_attention')
+        AS needs_attention
 FROM run_pairs AS p
 ORDER BY queue, workflow;
 
@@ -618,7 +658,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline,
+    timeout, progress, batch_id, deadline, rerun_from,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2
@@ -713,7 +753,7 @@ RETURNING
 -- name: cancelable_in_batch
 -- Up to :limit unfinished runs of batch :batch_id without a cancel request, by id.
 SELECT id, status FROM runs
-WHERE batch_id = :batch_id AND status IN ('scheduled', 'queued', 'running', 'suspended')
+WHERE batch_id = :batch_id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
     AND cancel_requested = 0
 ORDER BY id
 LIMIT :limit;

@@ -77,6 +77,7 @@ def get_stats(
             queued=int(row["queued"]),
             running=int(row["running"]),
             suspended=int(row["suspended"]),
+            needs_attention=int(row["needs_attention"]),
         )
         for row in connection.execute(queries["pair_activity"])
     ]

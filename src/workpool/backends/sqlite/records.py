@@ -18,6 +18,7 @@ from workpool.backends.base import (
     Lease,
     RateLimitSpec,
     RunRecord,
+    RunState,
     StepKind,
     StepRecord,
     StepStatus,
@@ -27,9 +28,7 @@ from workpool.backends.base import (
 from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
-_STATES = frozenset(
-    {"scheduled", "queued", "running", "suspended", "succeeded", "failed", "canceled"}
-)
+_STATES: frozenset[str] = frozenset(get_args(RunState))
 _STEP_KINDS: frozenset[str] = frozenset(get_args(StepKind))
 _STEP_STATES: frozenset[str] = frozenset(get_args(StepStatus))
 _HOOK_FIELDS = ("workflow", "queue", "context", "retry", "on_failure_only")
@@ -141,6 +140,7 @@ def run_record(row: Row) -> RunRecord:
         progress=optional_text(row, "progress"),
         priority=integer(row, "priority"),
         batch_id=optional_text(row, "batch_id"),
+        rerun_from=optional_text(row, "rerun_from"),
     )
 
 
@@ -219,6 +219,8 @@ def step_record(row: Row) -> StepRecord:
             child_run_id=row["child_run_id"],
             wake_at=None if row["wake_at"] is None else float(row["wake_at"]),
             finished_at=None if row["finished_at"] is None else float(row["finished_at"]),
+            position=None if row["position"] is None else int(row["position"]),
+            args_hash=row["args_hash"],
         )
     except (TypeError, ValueError) as error:
         raise CorruptRecordError(

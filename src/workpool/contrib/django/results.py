@@ -32,6 +32,7 @@ STATUSES = {
     "scheduled": TaskResultStatus.READY,  # waits for run_after, or for a retry's backoff
     "queued": TaskResultStatus.READY,
     "running": TaskResultStatus.RUNNING,
+    "needs_attention": TaskResultStatus.RUNNING,  # not ended: rerun or cancel it
     "suspended": TaskResultStatus.RUNNING,  # a Django task never suspends; for completeness
     "succeeded": TaskResultStatus.SUCCESSFUL,
     "failed": TaskResultStatus.FAILED,

@@ -9,7 +9,15 @@ import math
 from collections.abc import Sequence
 from types import EllipsisType
 
-from workpool.backends.base import TERMINAL_STATES, QueueSettings, Rerun, WorkerRecord, WorkflowInfo
+from workpool.backends.base import (
+    TERMINAL_STATES,
+    QueueSettings,
+    Rerun,
+    RerunFromStep,
+    WorkerRecord,
+    WorkflowInfo,
+)
+from workpool.backends.checks import check_now
 from workpool.backends.postgres.operations.ending import Ending
 from workpool.backends.postgres.operations.transaction import settings_from_row
 
@@ -171,6 +179,29 @@ class Admin(Ending):
         if row["gate"] is None:
             self.woken.add(str(row["queue"]))
         return Rerun("created", new_id)
+
+    async def rerun_from_step(
+        self, run_id: str, step: str, reason: str, now: float
+    ) -> RerunFromStep:
+        """Forget the step and the later ones of a needs_attention run; queue it."""
+        check_now(now)
+        row = await self._one("run_status", id=run_id)
+        if row is None:
+            return "not_found"
+        if str(row["status"]) != "needs_attention":
+            return "not_stopped"
+        saved = await self._one("get_step", run_id=run_id, name=step)
+        if saved is None:
+            return "no_step"
+        await self._run(
+            "forget_steps_from",
+            run_id=run_id,
+            position=saved["position"],
+            started_at=saved["started_at"],
+        )
+        note = json.dumps({"step": step, "reason": reason, "at": now})
+        await self._wake(await self._all("rerun_stopped", id=run_id, now=now, rerun_from=note), now)
+        return "queued"
 
 
 def _capacity(settings: QueueSettings) -> float:

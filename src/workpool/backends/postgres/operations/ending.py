@@ -14,7 +14,7 @@ from workpool.backends.postgres.operations.transaction import COUNTERS, Row
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import child_outcome
 
-ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended")
+ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention")
 
 
 class Ending(Batches):
@@ -76,7 +76,11 @@ class Ending(Batches):
 
     async def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""
-        woken = await self._all("wake_suspended", id=run_id, now=now)
+        await self._wake(await self._all("wake_suspended", id=run_id, now=now), now)
+
+    async def _wake(self, woken: list[Row], now: float) -> None:
+        """Runs that just became queued (RETURNING rows with their queue): reserve, admit
+        and wake their queues' workers."""
         for row in woken:
             if row["gate"] is None:
                 self.woken.add(str(row["queue"]))

@@ -109,6 +109,10 @@ class Finishing(Ending):
             await self._retry(entry, held, now, ran)
         elif entry.status == "suspend":
             await self._suspend(entry, queue, now, ran, gated)
+        elif entry.status == "attention":
+            left = await self._leave_gate(run_id, gated=gated)
+            await self._run("stop_run", id=run_id, error=entry.error, ran=ran)
+            await self._fill(*left)
         else:
             error = entry.error if entry.status == "failed" else None
             await self._end(run_id, entry.status, now, error=error, ran=ran, gated=gated)

@@ -41,6 +41,8 @@ class Steps(Enqueueing):
             wake_at=step.wake_at,
             started_at=step.started_at,
             finished_at=step.finished_at,
+            position=step.position,
+            args_hash=step.args_hash,
         )
         await self._run("mark_has_steps", id=run_id)
 

@@ -296,6 +296,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         priority=read.optional_integer("priority") or 0,
         batch_id=read.optional_text("batch"),
         deadline=read.optional_number("deadline"),
+        rerun_from=read.optional_text("rerun_from"),
     )
 
 

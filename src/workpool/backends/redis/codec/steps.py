@@ -24,7 +24,9 @@ def encode_step(step: StepRecord) -> str:
         "attempts": step.attempts,
         "started_at": seconds(step.started_at),
     }
-    for name in ("output", "error", "child_run_id"):
+    if step.position is not None:
+        item["position"] = step.position
+    for name in ("output", "error", "child_run_id", "args_hash"):
         if getattr(step, name) is not None:
             item[name] = getattr(step, name)
     for name in ("wake_at", "finished_at"):
@@ -54,6 +56,9 @@ class _StepFields:
         if not isinstance(value, str) or value not in allowed:
             raise self.corrupt(f"invalid: {name} {value!r}")
         return value
+
+    def optional_integer(self, name: str) -> int | None:
+        return None if self._fields.get(name) is None else self.integer(name)
 
     def integer(self, name: str) -> int:
         value = self._fields.get(name)
@@ -100,6 +105,8 @@ def decode_step(run_id: str, name: str, text: str) -> StepRecord:
         child_run_id=read.optional_text("child_run_id"),
         wake_at=read.optional_time("wake_at"),
         finished_at=read.optional_time("finished_at"),
+        position=read.optional_integer("position"),
+        args_hash=read.optional_text("args_hash"),
     )
 
 

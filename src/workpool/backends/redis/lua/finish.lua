@@ -3,13 +3,14 @@
 -- KEYS[1]  the key prefix hash tag, "{<prefix>}"
 -- ARGV[1]  now, seconds since the epoch (decimal string)
 -- ARGV[2]  JSON array of finishes, each an object with run_id, token, status
---          ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend') and optionally output
+--          ('succeeded' | 'failed' | 'canceled' | 'retry' | 'suspend' | 'attention') and
+--          optionally output
 --          and error (JSON texts), retry_at and wake_at (seconds, decimal strings),
 --          waiting_on (array of child run ids), progress (JSON text)
 --
 -- Returns 1 (applied) or 0 (lease not held) per entry, in order; a bad time: an error reply.
 -- A run whose record is corrupt (the fields FINISH_FIELDS names, checks.lua) is set aside: 0.
--- A cancel request turns failed, canceled, retry and suspend into canceled. Limited
+-- A cancel request turns failed, canceled, retry, attention and suspend into canceled. Limited
 -- queues the runs left are woken if they have room (queues.lua).
 
 local now = ARGV[1]
@@ -65,10 +66,16 @@ local function apply(finish)
   if run[12] == '1' and status ~= 'succeeded' then
     status = 'canceled'  -- with the entry's error, if any, as the last failure
   end
-  if status == 'suspend' then
+  if status == 'suspend' or status == 'attention' then
     fields[#fields + 1] = 'attempt_time'
     fields[#fields + 1] = decimal((tonumber(run[17]) or 0) + ran)
+  end
+  if status == 'suspend' then
     suspend(finish, run, fields, now)
+    return 1
+  elseif status == 'attention' then
+    timed(run, ran)
+    stop(finish, run, fields)
     return 1
   end
   for _, value in ipairs(outcome_fields(finish)) do fields[#fields + 1] = value end

@@ -13,8 +13,8 @@
 -- limit ids from each list index (listing.lua) of the pairs and statuses the filters
 -- match, then merges them: the cost grows with the pairs, not with the runs stored.
 
-local STATUSES = { 'scheduled', 'queued', 'running', 'suspended', 'succeeded', 'failed',
-  'canceled' }
+local STATUSES = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention',
+  'succeeded', 'failed', 'canceled' }
 local function given(argument)
   if argument == '' then
     return nil

@@ -9,7 +9,15 @@ import math
 from collections.abc import Sequence
 from types import EllipsisType
 
-from workpool.backends.base import TERMINAL_STATES, QueueSettings, Rerun, WorkerRecord, WorkflowInfo
+from workpool.backends.base import (
+    TERMINAL_STATES,
+    QueueSettings,
+    Rerun,
+    RerunFromStep,
+    WorkerRecord,
+    WorkflowInfo,
+)
+from workpool.backends.checks import check_now
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import Ending
 from workpool.backends.sqlite.operations.transaction import settings_from_row
@@ -165,6 +173,29 @@ class Admin(Ending):
         if row["gate"] is None:
             self.woken.add(records.text(row, "queue"))
         return Rerun("created", new_id)
+
+    def rerun_from_step(self, run_id: str, step: str, reason: str, now: float) -> RerunFromStep:
+        """Forget the step and the later ones of a needs_attention run; queue it."""
+        check_now(now)
+        row = self._execute("run_status", id=run_id).fetchone()
+        if row is None:
+            return "not_found"
+        if records.text(row, "status") != "needs_attention":
+            return "not_stopped"
+        saved = self._execute("get_step", run_id=run_id, name=step).fetchone()
+        if saved is None:
+            return "no_step"
+        self._execute(
+            "forget_steps_from",
+            run_id=run_id,
+            position=saved["position"],
+            started_at=saved["started_at"],
+        )
+        note = json.dumps({"step": step, "reason": reason, "at": now})
+        self._wake(
+            self._execute("rerun_stopped", id=run_id, now=now, rerun_from=note).fetchall(), now
+        )
+        return "queued"
 
 
 def _capacity(settings: QueueSettings) -> float:

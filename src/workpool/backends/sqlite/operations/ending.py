@@ -15,7 +15,7 @@ from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.batches import Batches
 from workpool.backends.sqlite.operations.transaction import COUNTERS
 
-ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended")
+ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention")
 
 
 class Ending(Batches):
@@ -82,7 +82,11 @@ class Ending(Batches):
 
     def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""
-        woken = self._execute("wake_suspended", id=run_id, now=now).fetchall()
+        self._wake(self._execute("wake_suspended", id=run_id, now=now).fetchall(), now)
+
+    def _wake(self, woken: list[sqlite3.Row], now: float) -> None:
+        """Runs that just became queued (RETURNING rows with their queue): reserve, admit
+        and wake their queues' workers."""
         for row in woken:
             if row["gate"] is None:
                 self.woken.add(records.text(row, "queue"))

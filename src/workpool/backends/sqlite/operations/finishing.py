@@ -84,6 +84,10 @@ class Finishing(Ending):
             self._joined(rows, now)
         elif entry.status == "suspend":
             self._suspend(entry, records.text(held, "queue"), now, ran, gated)
+        elif entry.status == "attention":
+            left = self._leave_gate(run_id, gated=gated)
+            self._execute("stop_run", id=run_id, error=entry.error, ran=ran)
+            self._fill(*left)
         else:
             error = entry.error if entry.status == "failed" else None
             self._end(run_id, entry.status, now, error=error, ran=ran, gated=gated)

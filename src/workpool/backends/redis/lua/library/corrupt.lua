@@ -63,8 +63,8 @@ local function run_problem(run_id, extra)
   return nil, fields, stored
 end
 
-local LISTED_STATES = { 'scheduled', 'queued', 'running', 'suspended', 'succeeded',
-  'failed', 'canceled' }
+local LISTED_STATES = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention',
+  'succeeded', 'failed', 'canceled' }
 
 -- Note a corrupt run (problem: run_problem's sentence; fields: its checked fields): once
 -- in corrupt_key, out of its listing indexes and cancelable set when its queue and

@@ -44,7 +44,7 @@ local function end_run(run_id, run, status, now, fields)
     redis.call('ZREM', gate_waiting_key(run[8]), run_id)  -- it waited: it frees nothing
   elseif current == 'queued' then
     unready(run_id, queue, workflow)
-  else
+  elseif INDEX_OF_STATUS[current] then  -- a needs_attention run is in no queue index
     zrem_later(queue_key(queue, INDEX_OF_STATUS[current]), run_id)
   end
   zrem_later(workflow_cancelable_key(workflow), run_id)

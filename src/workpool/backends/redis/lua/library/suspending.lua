@@ -43,6 +43,17 @@ local function suspend(finish, run, fields, now)
   end
 end
 
+-- Stop a running run in needs_attention (finish.lua): its lease and gate place dropped,
+-- the error saying why stored, in no queue index until rerun_from_step queues it (the
+-- attempt goes on) or a cancel ends it; it stays in its workflow's cancelable set.
+local function stop(finish, run, fields)
+  fields[#fields + 1], fields[#fields + 2] = 'resuming', '1'
+  fields[#fields + 1], fields[#fields + 2] = 'awaited_events', ''
+  fields[#fields + 1], fields[#fields + 2] = 'error', finish.error or ''
+  drop_lease(finish.run_id, run, fields)
+  set_status(finish.run_id, run[2], run[3], 'running', 'needs_attention')
+end
+
 -- Queue a suspended run again now (an awaited child ended, an awaited event was sent):
 -- out of 'scheduled' (its timer, if any), then through its rate limits and gate
 -- (make_waiting), waking its pair. run: its status, queue, workflow, gate, gate_limit
