@@ -22,9 +22,12 @@ async def test_runs_past_their_deadline_fail_in_a_worker_process(
     pool = Workpool(backend_url, app="deadlines")
     try:
         sleeping_workflow, stubborn_workflow = deadline_app.define(pool)
+        workers.start(*QUICK, app=APP)
+        # Serving before the runs exist: a worker slow to start on a loaded machine
+        # would find the sleeper past its deadline while still queued.
+        await wait_until(lambda: live(pool), limit=60)
         sleeper = await sleeping_workflow.run(None)
         stubborn = await stubborn_workflow.run(None)
-        workers.start(*QUICK, app=APP)
 
         for handle in (sleeper, stubborn):
             with pytest.raises(DeadlineExceededError) as failure:
@@ -46,3 +49,7 @@ async def test_runs_past_their_deadline_fail_in_a_worker_process(
     finally:
         await pool.aclose()
         pool.close()
+
+
+async def live(pool: Workpool) -> bool:
+    return bool(await pool.live_workers())
