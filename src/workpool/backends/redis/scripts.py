@@ -44,6 +44,7 @@ OPERATIONS = (
     "get_minute_counters",
     "purge",
     "rerun",
+    "act_on_runs",
     "heartbeat",
     "fail_unserved",
     "start_tick",
@@ -144,6 +145,7 @@ class Scripts:
         self._get_minute_counters = Script(link, tag, "get_minute_counters")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
+        self._act_on_runs = Script(link, tag, "act_on_runs")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
         self._start_tick = Script(link, tag, "start_tick")
@@ -340,6 +342,11 @@ class Scripts:
         """(status, run id or None); status 'taken' when ``new_id`` names a run already."""
         reply = await self._rerun([now, run_id, new_id])
         return str(reply[0]), None if len(reply) < 2 else str(reply[1])
+
+    async def act_on_runs(self, now: str, options_json: str) -> tuple[int, str | None]:
+        """(runs changed, cursor or None)."""
+        changed, cursor = await self._act_on_runs([now, options_json])
+        return int(changed), str(cursor) if cursor else None
 
     async def heartbeat(
         self, now: str, worker_id: str, expires_at: str, record: str, workflows: Sequence[str]

@@ -49,11 +49,14 @@ LIBRARY = (
     "hooks",
     "batches",
     "steps",
+    "failures",
     "ending",
     "reaping",
     "starting",
     "claiming",
     "promoting",
+    "deleting",
+    "rerunning",
 )
 """Library files, in dependency order."""
 
