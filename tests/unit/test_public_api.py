@@ -22,6 +22,8 @@ EXPECTED = {
     "Failure",
     "Canceled",
     "OnComplete",
+    "RunFilter",
+    "FailureGroup",
     "Batch",
     "BatchStatus",
     "OnBatchComplete",

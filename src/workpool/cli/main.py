@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
+from workpool.cli.acting import runs
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.migrate import migrate
 from workpool.cli.queues import queues
-from workpool.cli.runs import runs, steps
+from workpool.cli.runs import steps
 from workpool.cli.stats import stats, workflows
 from workpool.cli.worker import worker
 
