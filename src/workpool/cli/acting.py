@@ -20,7 +20,7 @@ from workpool.cli.common import (
     run_with_pool,
 )
 from workpool.cli.formatting import NONE, jsonable, short_time, table
-from workpool.cli.runs import STATUSES, runs
+from workpool.cli.runs import STATUSES
 from workpool.errors import RunStateError
 from workpool.models import RunFilter
 
@@ -109,7 +109,7 @@ def _bulk(verb: str, run_id: str | None, options: dict[str, Any], act: Any) -> N
     click.echo(f"{done} runs {PAST[verb]}")
 
 
-@runs.command()
+@click.command()
 @click.argument("run_id", required=False)
 @filter_options
 @URL_OPTION
@@ -145,7 +145,7 @@ def retry(run_id: str | None, **options: Any) -> None:
     click.echo(run_with_pool(options["url"], rerun))
 
 
-@runs.command()
+@click.command()
 @click.argument("run_id", required=False)
 @click.option("--reason", help="Why: stored with the run and passed to its hooks.")
 @filter_options
@@ -174,7 +174,7 @@ def cancel(run_id: str | None, reason: str | None, **options: Any) -> None:
     click.echo(f"run {run_id}: {messages.get(result, result)}")
 
 
-@runs.command()
+@click.command()
 @filter_options
 @URL_OPTION
 def delete(**options: Any) -> None:
@@ -188,7 +188,7 @@ def delete(**options: Any) -> None:
     )
 
 
-@runs.command()
+@click.command()
 @JSON_OPTION
 @URL_OPTION
 def failures(as_json: bool, url: str | None) -> None:
