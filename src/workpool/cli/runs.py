@@ -49,7 +49,8 @@ OUTPUT_PREVIEW = 200
 
 @click.group()
 def runs() -> None:
-    """List runs, show one, cancel or retry one, send one an event, read a value one
+    """List runs, show one, retry, cancel or delete runs (one, or every run a filter
+    selects), see failures by error type, send a run an event, read a value one
     published."""
 
 
