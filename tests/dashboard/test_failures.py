@@ -30,7 +30,7 @@ async def test_a_failure_group_is_retried_after_its_count_is_shown(site: Site, p
     await page.goto(f"{site.url}failures")
     row = page.locator('tr[data-group="refuse:PermissionError"]')
     await expect(row.locator('[data-field="count"]')).to_have_text(
-        str((await _count(site, "refuse", "PermissionError")))
+        str(await _count(site, "refuse", "PermissionError"))
     )
     await row.get_by_role("button", name="Retry all").click()
 
