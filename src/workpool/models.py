@@ -312,3 +312,40 @@ class SkippedTick:
         if self.reason == "buffer_full":
             return f"its buffered run {self.run_id} had not started yet (overlap buffer_one)"
         return f"its previous run {self.run_id} was still active (overlap skip)"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """The runs a bulk action (``retry_runs``, ``cancel_runs``, ``delete_runs``) selects:
+    those matching every field given. ``status``: one state or several; None: every
+    state the action applies to."""
+
+    workflow: str | None = None
+    queue: str | None = None
+    status: RunState | tuple[RunState, ...] | None = None
+    error_type: str | None = None
+    """The type name of the run's stored error, as ``Run.error.type`` (``"ValueError"``)."""
+    since: datetime | None = None
+    """Only runs created at or after this time (naive: local time)."""
+    until: datetime | None = None
+    """Only runs created before this time (naive: local time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FailureGroup:
+    """The failed runs stored of one workflow with one error type (``pool.failures()``)."""
+
+    workflow: str
+    error_type: str
+    """The type name of their error ('' when the stored error had none)."""
+    count: int
+    first_seen: datetime
+    """When the earliest of them failed (since the group last had no run)."""
+    last_seen: datetime
+    """When the latest failed."""
+    example_run_id: str | None
+    """The latest failed run, or None if it has been deleted since."""
+
+    def run_filter(self) -> RunFilter:
+        """The filter that selects these runs (``pool.retry_runs(group.run_filter())``)."""
+        return RunFilter(workflow=self.workflow, status="failed", error_type=self.error_type)

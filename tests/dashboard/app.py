@@ -31,6 +31,10 @@ def make_pool(url: str | None = None) -> Workpool:
         raise ValueError(message)  # fails for good: one attempt
 
     @pool.workflow(queue="work", max_concurrency=None)
+    async def refuse(ctx: RunContext, message: str) -> None:
+        raise PermissionError(message)  # fails for good; only the failures page's tests
+
+    @pool.workflow(queue="work", max_concurrency=None)
     async def echo(ctx: RunContext, text: str) -> str:
         return text
 

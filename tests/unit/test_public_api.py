@@ -23,6 +23,8 @@ EXPECTED = {
     "Failure",
     "Canceled",
     "OnComplete",
+    "RunFilter",
+    "FailureGroup",
     "Batch",
     "BatchStatus",
     "OnBatchComplete",

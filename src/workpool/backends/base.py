@@ -38,6 +38,13 @@ from workpool.backends.contract.reads import (
     RunPage,
     StatsSnapshot,
 )
+from workpool.backends.contract.recovery import (
+    BulkAction,
+    BulkPage,
+    FailureGroup,
+    Recovery,
+    RunFilter,
+)
 from workpool.backends.contract.runs import (
     ACTIVE_STATES,
     MAX_RANK_OFFSET,
@@ -114,10 +121,16 @@ __all__ = [
     "SkippedTickRecord",
     "SKIPPED_TICKS_KEPT",
     "TickStarted",
+    "BulkAction",
+    "BulkPage",
+    "FailureGroup",
+    "RunFilter",
 ]
 
 
-class Backend(Enqueuing, Leasing, Steps, Batches, Control, Reads, Workers, CronTicks, Protocol):
+class Backend(
+    Enqueuing, Leasing, Steps, Batches, Control, Recovery, Reads, Workers, CronTicks, Protocol
+):
     """Storage and every state transition of runs. Implementations: sqlite, redis, postgres."""
 
     async def close(self) -> None:

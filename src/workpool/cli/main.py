@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from workpool.cli.acting import cancel, delete, failures, retry
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.migrate import migrate
@@ -19,6 +20,8 @@ def cli() -> None:
     """workpool: durable functions on SQLite, PostgreSQL or Redis."""
 
 
+for command in (cancel, retry, delete, failures):
+    runs.add_command(command)
 cli.add_command(worker)
 cli.add_command(queues)
 cli.add_command(runs)

@@ -1,5 +1,5 @@
-"""``workpool runs list|show|cancel|retry|send-event|get-event`` and ``workpool steps``:
-find and act on runs."""
+"""``workpool runs list|show|send-event|get-event`` and ``workpool steps``: find runs
+and talk to them (``acting.py`` adds the commands that change runs)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ from workpool.cli.formatting import (
     status_text,
     table,
 )
-from workpool.errors import RunStateError
 from workpool.models import Run, RunList, RunState, Step
 
 STATUSES = list(get_args(RunState))
@@ -50,7 +49,8 @@ OUTPUT_PREVIEW = 200
 
 @click.group()
 def runs() -> None:
-    """List runs, show one, cancel or retry one, send one an event, read a value one
+    """List runs, show one, retry, cancel or delete runs (one, or every run a filter
+    selects), see failures by error type, send a run an event, read a value one
     published."""
 
 
@@ -239,25 +239,6 @@ def _print_run(
         out.print(Text(textwrap.indent(body, "  ")), soft_wrap=True)
 
 
-@runs.command()
-@click.argument("run_id")
-@click.option("--reason", help="Why: stored with the run and passed to its hooks.")
-@URL_OPTION
-def cancel(run_id: str, reason: str | None, url: str | None) -> None:
-    """Cancel run RUN_ID.
-
-    A run that has not started ends canceled at once; a running run is stopped by its
-    worker within one lease renewal; a finished run is left as it is.
-    """
-    result = run_with_pool(url, lambda pool: pool.cancel(run_id, reason))
-    messages = {
-        "canceled": "canceled",
-        "requested": "cancel requested: the worker stops it within one lease renewal",
-        "finished": "already finished",
-    }
-    click.echo(f"run {run_id}: {messages.get(result, result)}")
-
-
 @runs.command(name="send-event")
 @click.argument("run_id")
 @click.argument("key")
@@ -329,30 +310,6 @@ def _state_words(state: str) -> str:
     if state in ("succeeded", "failed"):
         return state
     return "was canceled" if state == "canceled" else f"is {state}"
-
-
-@runs.command()
-@click.argument("run_id")
-@URL_OPTION
-def retry(run_id: str, url: str | None) -> None:
-    """Re-run failed or canceled run RUN_ID as a new run; print its id.
-
-    The new run has the same workflow, queue, input and retry policy, and is linked to
-    the old one (retry_of / retried_as); retrying a run twice prints the same new run.
-    A run that is still active or succeeded is refused (exit code 1).
-    """
-
-    async def rerun(pool: Workpool) -> str:
-        try:
-            return (await pool.retry_run(run_id)).id
-        except RunStateError:
-            state = (await pool.get_run(run_id)).status
-            said = "succeeded" if state == "succeeded" else f"is {state}"
-            raise RunStateError(
-                f"run {run_id} {said}: only a failed or canceled run can be retried"
-            ) from None
-
-    click.echo(run_with_pool(url, rerun))
 
 
 @runs.command(name="rerun")

@@ -10,12 +10,12 @@ and the worker factory on top.
 from __future__ import annotations
 
 from workpool.builder import new_run_id
-from workpool.client.enqueueing import Enqueueing
 from workpool.client.reading import MAX_PAGE
+from workpool.client.recovery import Recovery
 from workpool.handles import RunHandle
 
 __all__ = ["MAX_PAGE", "Client", "RunHandle", "new_run_id"]
 
 
-class Client(Enqueueing):
+class Client(Recovery):
     """Runs over one backend, for the workflows of ``registry``, configured by ``settings``."""

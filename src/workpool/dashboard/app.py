@@ -17,6 +17,7 @@ from workpool.app import Workpool
 from workpool.backends import describe_store
 from workpool.dashboard.actions import Actions
 from workpool.dashboard.auth import AuthMiddleware
+from workpool.dashboard.bulk import Bulk
 from workpool.dashboard.headers import SecurityHeadersMiddleware
 from workpool.dashboard.options import DashboardOptions
 from workpool.dashboard.pages import Pages
@@ -67,17 +68,20 @@ def create_dashboard(
     )
     renderer = Renderer(options, describe_store(pool.url, prefix=pool.prefix))
     pages, actions = Pages(pool, renderer), Actions(pool, renderer)
+    bulk = Bulk(pool, renderer)
     routes: list[BaseRoute] = [
         Route("/", pages.overview, name="overview"),
         Route("/runs", pages.runs, name="runs"),
         Route("/runs/{run_id:path}", pages.run, name="run"),
         Route("/workflows", pages.workflows, name="workflows"),
+        Route("/failures", bulk.failures, name="failures"),
         Route("/actions/pause", actions.pause, methods=["POST"]),
         Route("/actions/resume", actions.resume, methods=["POST"]),
         Route("/actions/limit", actions.limit, methods=["POST"]),
         Route("/actions/cancel", actions.cancel, methods=["POST"]),
         Route("/actions/retry", actions.retry, methods=["POST"]),
         Route("/actions/rerun", actions.rerun, methods=["POST"]),
+        Route("/actions/bulk", bulk.act, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("workpool.dashboard", "static")]), name="static"),
     ]
 

@@ -39,6 +39,19 @@ NOTICES = {
 """The messages an action's redirect may show (``?notice=<key>``): fixed texts only."""
 
 
+PAST = {"retry": "retried", "cancel": "canceled", "delete": "deleted"}
+
+
+def done_notice(request: Request) -> str | None:
+    """What a bulk action's redirect says it did (``?done=<action>&count=<n>``), in fixed
+    words around the count; None without one."""
+    params = request.query_params
+    action, count = params.get("done", ""), params.get("count", "")
+    if action not in PAST or not count.isdigit():
+        return None
+    return f"{int(count)} runs {PAST[action]}."
+
+
 def base_path(request: Request) -> str:
     """Where the dashboard is mounted ('' at the root)."""
     return str(request.scope.get("root_path") or "").rstrip("/")
@@ -70,7 +83,8 @@ class Pages:
         view = await read_runs(
             self.pool, filters, params.get("cursor") or None, missing=wanted or None
         )
-        return self.renderer.page(request, "runs.html", {"nav": "runs", "view": view})
+        context = {"nav": "runs", "view": view, "done": done_notice(request)}
+        return self.renderer.page(request, "runs.html", context)
 
     async def run(self, request: Request) -> Response:
         view = await read_run(self.pool, str(request.path_params["run_id"]))

@@ -17,6 +17,7 @@ from workpool.backends.base import Enqueued, NewRun
 from workpool.backends.sqlite import backend as backend_module
 from workpool.backends.sqlite import operations as operations_module
 from workpool.backends.sqlite import reads as reads_module
+from workpool.backends.sqlite import recovery as recovery_module
 from workpool.backends.sqlite.backend import SQLiteBackend
 from workpool.backends.sqlite.sql import (
     load_migrations,
@@ -184,12 +185,12 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 17
+    assert version == load_migrations()[-1].version == 18
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables
     assert {"batches", "batch_failures", "runs_of_batch", "debounces"} <= tables
-    assert {"trigger_runs", "skipped_ticks"} <= tables
+    assert {"trigger_runs", "skipped_ticks", "failure_groups"} <= tables
     assert "runs_queued_by_queue" not in tables
 
 
@@ -232,7 +233,7 @@ def test_migrations_are_numbered_from_one_and_each_sets_its_version() -> None:
 
 
 def test_every_named_query_is_used_by_the_backend() -> None:
-    modules = (backend_module, reads_module)
+    modules = (backend_module, reads_module, recovery_module)
     operations = Path(operations_module.__file__ or "").parent.glob("*.py")
     sources = [Path(module.__file__ or "") for module in modules] + sorted(operations)
     used = {

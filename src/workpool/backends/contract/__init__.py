@@ -50,6 +50,7 @@ return, then its protocol, with the contract of each operation in its docstring:
 - ``steps.py``     the steps, children and events of a running run
 - ``batches.py``   batches of runs and their callback
 - ``control.py``   an operator's actions: cancel, rerun, queue settings, purge
+- ``recovery.py``  bulk actions by filter, in pages; failures grouped by error type
 - ``reads.py``     ``get_run``, listing, stats and per-minute counters
 - ``workers.py``   the registry, worker heartbeats, named leases (the cron leader)
 - ``ticks.py``     cron ticks and their overlap policies

@@ -47,6 +47,7 @@ from workpool.backends.postgres.listening import Listener
 from workpool.backends.postgres.notifying import Notifier
 from workpool.backends.postgres.operations import Operations
 from workpool.backends.postgres.reads import Reads
+from workpool.backends.postgres.recovery import PostgresRecovery
 from workpool.backends.postgres.sql import load_queries
 from workpool.backends.postgres.url import parse_postgres_url
 from workpool.backends.sqlite import records
@@ -55,7 +56,7 @@ from workpool.backends.sqlite.operations.ticks import skipped_tick
 T = TypeVar("T")
 
 
-class PostgresBackend:
+class PostgresBackend(PostgresRecovery):
     """Runs stored in one schema of a PostgreSQL database; any number of processes and
     hosts may share it."""
 

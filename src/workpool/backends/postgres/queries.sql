@@ -600,10 +600,6 @@ ORDER BY finished_at
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED;
 
--- name: delete_runs
--- Delete the runs :ids (their steps, events and idempotency keys cascade).
-DELETE FROM runs WHERE id = ANY(%(ids)s::text[]);
-
 -- name: delete_counters
 -- Delete the counters of minutes before :before that no other purge holds.
 DELETE FROM counters WHERE (minute, queue, workflow) IN (
@@ -922,3 +918,43 @@ SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skip
 WHERE %(workflow)s::text IS NULL OR workflow = %(workflow)s
 ORDER BY scheduled_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: add_failures
+-- Add :added failures of (:workflow, :error_type), ended from :first to :last, the
+-- latest run :example, to the group.
+INSERT INTO failure_groups (workflow, error_type, count, first_seen, last_seen, example_run_id)
+VALUES (%(workflow)s, %(error_type)s, %(added)s, %(first)s, %(last)s, %(example)s)
+ON CONFLICT (workflow, error_type) DO UPDATE SET
+    count = failure_groups.count + EXCLUDED.count,
+    last_seen = GREATEST(failure_groups.last_seen, EXCLUDED.last_seen),
+    example_run_id = EXCLUDED.example_run_id;
+
+-- name: remove_failures
+-- Take the deleted failed runs :ids out of the group (:workflow, :error_type).
+UPDATE failure_groups SET
+    count = count - cardinality(%(ids)s::text[]),
+    example_run_id = CASE
+        WHEN example_run_id = ANY(%(ids)s::text[]) THEN NULL ELSE example_run_id END
+WHERE workflow = %(workflow)s AND error_type = %(error_type)s;
+
+-- name: drop_empty_failure_groups
+-- Delete the failure groups that count no run.
+DELETE FROM failure_groups WHERE count <= 0;
+
+-- name: failure_groups
+-- Every failure group, by workflow then error type.
+SELECT workflow, error_type, count, first_seen, last_seen, example_run_id
+FROM failure_groups ORDER BY workflow, error_type;
+
+-- name: bulk_candidates
+-- What a bulk action checks of each run of the :ids array, largest id first (unlocked:
+-- each action locks and checks its run again).
+SELECT id, status, error, created_at, retried_as, cancel_requested FROM runs
+WHERE id = ANY(%(ids)s::text[])
+ORDER BY id DESC;
+
+-- name: delete_terminal_runs
+-- Delete the runs of :ids that are terminal (steps, events and keys cascade); the
+-- deleted runs.
+DELETE FROM runs WHERE id = ANY(%(ids)s::text[]) AND status IN ('succeeded', 'failed', 'canceled')
+RETURNING id, workflow, status, error;

@@ -49,6 +49,7 @@ from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.credentials import refuse_unneeded_password
 from workpool.backends.redis.keys import Keys, check_prefix, split_pair
 from workpool.backends.redis.reads import RedisReads, as_dict
+from workpool.backends.redis.recovery import RedisRecovery
 from workpool.backends.redis.scripts import Scripts
 from workpool.backends.redis.url import URL_FORMAT, check_url, describe_url
 from workpool.errors import (
@@ -68,7 +69,7 @@ NO_SIGNAL_PAUSE = 0.5
 """Seconds a wait with no signal list to block on (no pair has had a run) lasts."""
 
 
-class RedisBackend(RedisReads):
+class RedisBackend(RedisReads, RedisRecovery):
     """Runs in hashes, queues in sorted sets; see ``keys.py`` for the key layout."""
 
     def __init__(self, link: CommandLink, waits: WaitLink, prefix: str, location: str = "") -> None:

@@ -257,6 +257,9 @@ class Keys:
     def finished(self) -> str:
         return f"{self.tag}:finished"
 
+    def failures(self) -> str:
+        return f"{self.tag}:failures"
+
     def stats(self, minute: int) -> str:
         return f"{self.tag}:stats:{minute}"
 

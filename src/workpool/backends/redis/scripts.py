@@ -45,6 +45,7 @@ OPERATIONS = (
     "purge",
     "rerun",
     "rerun_from_step",
+    "act_on_runs",
     "heartbeat",
     "fail_unserved",
     "start_tick",
@@ -146,6 +147,7 @@ class Scripts:
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._rerun_from_step = Script(link, tag, "rerun_from_step")
+        self._act_on_runs = Script(link, tag, "act_on_runs")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
         self._start_tick = Script(link, tag, "start_tick")
@@ -346,6 +348,11 @@ class Scripts:
     async def rerun_from_step(self, now: str, run_id: str, step: str, note: str) -> str:
         """'queued', 'not_found', 'not_stopped' or 'no_step'; see rerun_from_step.lua."""
         return str(await self._rerun_from_step([now, run_id, step, note]))
+
+    async def act_on_runs(self, now: str, options_json: str) -> tuple[int, str | None]:
+        """(runs changed, cursor or None)."""
+        changed, cursor = await self._act_on_runs([now, options_json])
+        return int(changed), str(cursor) if cursor else None
 
     async def heartbeat(
         self, now: str, worker_id: str, expires_at: str, record: str, workflows: Sequence[str]

@@ -50,12 +50,15 @@ LIBRARY = (
     "hooks",
     "batches",
     "steps",
+    "failures",
     "ending",
     "reaping",
     "deadlines",
     "starting",
     "claiming",
     "promoting",
+    "deleting",
+    "rerunning",
 )
 """Library files, in dependency order."""
 

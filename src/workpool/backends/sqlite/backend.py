@@ -45,6 +45,7 @@ from workpool.backends.sqlite import reads, records
 from workpool.backends.sqlite.connection import ConnectionThread
 from workpool.backends.sqlite.operations import Operations
 from workpool.backends.sqlite.operations.ticks import skipped_tick
+from workpool.backends.sqlite.recovery import SQLiteRecovery
 from workpool.backends.sqlite.sql import load_queries
 from workpool.backends.sqlite.waiting import Waits
 from workpool.errors import BackendUnavailableError
@@ -52,7 +53,7 @@ from workpool.errors import BackendUnavailableError
 T = TypeVar("T")
 
 
-class SQLiteBackend:
+class SQLiteBackend(SQLiteRecovery):
     """Runs stored in one SQLite file; several processes of one host may share it."""
 
     def __init__(self, thread: ConnectionThread, *, listen: bool = True) -> None:

@@ -924,3 +924,39 @@ SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skip
 WHERE :workflow IS NULL OR workflow = :workflow
 ORDER BY scheduled_at DESC, id DESC
 LIMIT :limit;
+
+-- name: count_failure
+-- Add failed run :id of :workflow, ended at :now with error type :error_type, to its group.
+INSERT INTO failure_groups (workflow, error_type, count, first_seen, last_seen, example_run_id)
+VALUES (:workflow, :error_type, 1, :now, :now, :id)
+ON CONFLICT (workflow, error_type) DO UPDATE SET
+    count = count + 1,
+    last_seen = max(last_seen, excluded.last_seen),
+    example_run_id = excluded.example_run_id;
+
+-- name: failed_among
+-- The workflow, id and error of each failed run among the :ids JSON array.
+SELECT id, workflow, error FROM runs
+WHERE id IN (SELECT value FROM json_each(:ids)) AND status = 'failed';
+
+-- name: uncount_failure
+-- Take failed run :id out of the group (:workflow, :error_type) (before it is deleted).
+UPDATE failure_groups SET
+    count = count - 1,
+    example_run_id = CASE WHEN example_run_id = :id THEN NULL ELSE example_run_id END
+WHERE workflow = :workflow AND error_type = :error_type;
+
+-- name: drop_empty_failure_groups
+-- Delete the failure groups that count no run.
+DELETE FROM failure_groups WHERE count <= 0;
+
+-- name: failure_groups
+-- Every failure group, by workflow then error type.
+SELECT workflow, error_type, count, first_seen, last_seen, example_run_id
+FROM failure_groups ORDER BY workflow, error_type;
+
+-- name: bulk_candidates
+-- What a bulk action checks of each run in the :ids JSON array, largest id first.
+SELECT id, status, error, created_at, retried_as, cancel_requested FROM runs
+WHERE id IN (SELECT value FROM json_each(:ids))
+ORDER BY id DESC;

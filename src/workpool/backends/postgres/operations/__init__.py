@@ -18,18 +18,19 @@ queues that received runnable work, notified (``NOTIFY``) after the commit.
 - ``events.py``       ``send_event``, ``take_event``, ``set_event``
 - ``admin.py``        queue settings, registry, workers, named leases, ``fail_unserved``,
   ``purge``, ``rerun``, ``cancel_batch``
+- ``recovery.py``     ``act_on_runs``: bulk actions by filter, a page per transaction
 """
 
 from __future__ import annotations
 
-from workpool.backends.postgres.operations.admin import Admin
 from workpool.backends.postgres.operations.claiming import Claiming
 from workpool.backends.postgres.operations.events import Events
 from workpool.backends.postgres.operations.finishing import Finishing
+from workpool.backends.postgres.operations.recovery import Recovery
 from workpool.backends.postgres.operations.ticks import Ticks
 
 __all__ = ["Operations"]
 
 
-class Operations(Claiming, Finishing, Events, Ticks, Admin):
+class Operations(Claiming, Finishing, Events, Ticks, Recovery):
     """Every state transition, as statements on one connection inside one transaction."""

@@ -140,12 +140,10 @@ class Admin(Ending):
         cascade), completed batches, and the counters of minutes before
         ``counters_before``."""
         found = await self._all("purgeable_runs", before=finished_before, limit=limit)
-        ids = [str(row["id"]) for row in found]
-        if ids:
-            await self._run("delete_runs", ids=ids)
+        deleted = await self._delete_terminal([str(row["id"]) for row in found])
         await self._run("delete_completed_batches", before=finished_before, limit=limit)
         await self._run("delete_counters", before=int(counters_before // 1))
-        return len(ids)
+        return deleted
 
     async def cancel_batch(
         self, batch_id: str, reason: str | None, limit: int, now: float

@@ -11,6 +11,7 @@ import math
 from workpool.backends.base import TERMINAL_STATES, CancelResult
 from workpool.backends.postgres.operations.batches import Batches
 from workpool.backends.postgres.operations.transaction import COUNTERS, Row
+from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import child_outcome
 
@@ -51,6 +52,9 @@ class Ending(Batches):
         if ended is None:
             return
         self._tally(str(ended["queue"]), str(ended["workflow"]), now)[COUNTERS.index(status)] += 1
+        if status == "failed":
+            group = error_type(records.optional_text(ended, "error"))
+            self._failure(str(ended["workflow"]), group).add(run_id, now)
         await self._fill(*left)
         await self._fire_hooks(ended, now)
         if ended["batch_id"] is not None:
@@ -73,6 +77,18 @@ class Ending(Batches):
             reason = f"parent run {run_id} was canceled"
             for child in await self._all("awaited_children", id=run_id):
                 await self._cancel_active(str(child["id"]), str(child["status"]), reason, now)
+
+    async def _delete_terminal(self, ids: list[str]) -> int:
+        """Delete the runs ``ids`` that are terminal (their steps, events and keys
+        cascade), taking the failed ones out of their failure groups; how many went."""
+        if not ids:
+            return 0
+        deleted = await self._all("delete_terminal_runs", ids=ids)
+        for row in deleted:
+            if row["status"] == "failed":
+                group = error_type(records.optional_text(row, "error"))
+                self._failure(str(row["workflow"]), group).removed.append(str(row["id"]))
+        return len(deleted)
 
     async def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""

@@ -10,6 +10,7 @@ counters this transaction adds (written once per minute and pair by
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from workpool.backends.base import Lease, QueueSettings
@@ -61,6 +62,7 @@ class Transaction:
         self.woken: set[str] = set()
         self._counts: dict[tuple[int, str, str], list[float]] = {}
         self._queue_settings: dict[str, QueueSettings] = {}
+        self._failures: dict[tuple[str, str], FailureTally] = {}
 
     async def _all(self, query: str, /, **parameters: Any) -> list[Row]:
         """Run a named query; its rows."""
@@ -102,9 +104,33 @@ class Transaction:
             tally = self._counts[key] = [0.0] * len(COUNTERS)
         return tally
 
+    def _failure(self, workflow: str, error_type: str) -> FailureTally:
+        """What this transaction adds to and takes from the failure group of (workflow,
+        error type); ``flush_counters`` writes it."""
+        return self._failures.setdefault((workflow, error_type), FailureTally())
+
     async def flush_counters(self) -> None:
-        """Write the counters this transaction added to, one row per (minute, pair), in
-        key order (so concurrent transactions lock counter rows in one order)."""
+        """Write the counters and the failure groups this transaction changed, one row per
+        (minute, pair) or group, in key order (so concurrent transactions lock their rows
+        in one order)."""
+        for (workflow, error_type), change in sorted(self._failures.items()):
+            if change.removed:
+                await self._run(
+                    "remove_failures", workflow=workflow, error_type=error_type, ids=change.removed
+                )
+            if change.example is not None:
+                await self._run(
+                    "add_failures",
+                    workflow=workflow,
+                    error_type=error_type,
+                    added=change.added,
+                    first=change.first,
+                    last=change.last,
+                    example=change.example,
+                )
+        if self._failures:
+            await self._run("drop_empty_failure_groups")
+        self._failures.clear()
         for (minute, queue, workflow), tally in sorted(self._counts.items()):
             counts: dict[str, Any] = dict(zip(COUNTERS, tally, strict=True))
             for name in COUNTERS:
@@ -112,6 +138,24 @@ class Transaction:
                     counts[name] = int(counts[name])
             await self._run("add_counters", minute=minute, queue=queue, workflow=workflow, **counts)
         self._counts.clear()
+
+
+@dataclass(slots=True)
+class FailureTally:
+    """A transaction's change to one failure group: failures added (the earliest and
+    latest end, the latest run) and deleted failed runs taken out."""
+
+    added: int = 0
+    first: float = 0.0
+    last: float = 0.0
+    example: str | None = None
+    removed: list[str] = field(default_factory=list)
+
+    def add(self, run_id: str, now: float) -> None:
+        """Count failed run ``run_id``, ended at ``now``."""
+        self.first = now if self.example is None else min(self.first, now)
+        self.last = max(self.last, now)
+        self.added, self.example = self.added + 1, run_id
 
 
 def settings_from_row(queue: str, row: Row | None) -> QueueSettings:

@@ -18,19 +18,20 @@ Its parts, each a class over the shared transaction, from the bottom up:
 - ``events.py``       ``send_event``, ``take_event``, ``set_event``
 - ``admin.py``        queue settings, registry, workers, named leases, ``fail_unserved``,
   ``purge``, ``rerun``
+- ``recovery.py``     ``act_on_runs``: bulk actions by filter, a page per transaction
 """
 
 from __future__ import annotations
 
-from workpool.backends.sqlite.operations.admin import Admin
 from workpool.backends.sqlite.operations.claiming import Claiming
 from workpool.backends.sqlite.operations.events import Events
 from workpool.backends.sqlite.operations.finishing import Finishing
+from workpool.backends.sqlite.operations.recovery import Recovery
 from workpool.backends.sqlite.operations.steps import Steps
 from workpool.backends.sqlite.operations.ticks import Ticks
 
 __all__ = ["Operations"]
 
 
-class Operations(Claiming, Finishing, Events, Steps, Ticks, Admin):
+class Operations(Claiming, Finishing, Events, Steps, Ticks, Recovery):
     """Every state transition, as statements on one connection inside one transaction."""

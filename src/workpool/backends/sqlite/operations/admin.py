@@ -137,8 +137,7 @@ class Admin(Ending):
         cascade), and the counters of minutes before ``counters_before``."""
         found = self._execute("purgeable_runs", before=finished_before, limit=limit)
         ids = [records.text(row, "id") for row in found.fetchall()]
-        if ids:
-            self._execute("delete_runs", ids=json.dumps(ids))
+        self._delete_runs(ids)
         self._execute("delete_completed_batches", before=finished_before, limit=limit)
         self._execute("delete_counters", before=counters_before)
         return len(ids)

@@ -11,6 +11,7 @@ import math
 import sqlite3
 
 from workpool.backends.base import TERMINAL_STATES, CancelResult, StepStatus
+from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.batches import Batches
 from workpool.backends.sqlite.operations.transaction import COUNTERS
@@ -55,6 +56,14 @@ class Ending(Batches):
         self._tally(records.text(ended, "queue"), records.text(ended, "workflow"), now)[
             COUNTERS.index(status)
         ] += 1
+        if status == "failed":
+            self._execute(
+                "count_failure",
+                id=run_id,
+                workflow=ended["workflow"],
+                error_type=error_type(records.optional_text(ended, "error")),
+                now=now,
+            )
         self._fill(*left)
         self._fire_hooks(ended, now)
         if ended["batch_id"] is not None:
@@ -79,6 +88,21 @@ class Ending(Batches):
                 self._cancel_active(
                     records.text(child, "id"), records.text(child, "status"), reason, now
                 )
+
+    def _delete_runs(self, ids: list[str]) -> None:
+        """Delete the runs ``ids`` (their steps and keys cascade), taking the failed ones
+        out of their failure groups."""
+        if not ids:
+            return
+        for row in self._execute("failed_among", ids=json.dumps(ids)).fetchall():
+            self._execute(
+                "uncount_failure",
+                id=row["id"],
+                workflow=row["workflow"],
+                error_type=error_type(records.optional_text(row, "error")),
+            )
+        self._execute("drop_empty_failure_groups")
+        self._execute("delete_runs", ids=json.dumps(ids))
 
     def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""

@@ -22,10 +22,10 @@ end
 
 -- End a run in a terminal status: set fields, leave its indexes (deadlines.lua too) and
 -- its gate (and note a running run left 'running', see queues.lua), join the finished
--- set, count the outcome, fire hooks, count it in its batch (batches.lua), tell its
--- parent, cancel its awaited children if canceled. run: as read_run (waiting.lua)
--- returns it. fields: extra field/value pairs to store (the caller's table, extended).
--- Returns how many children (and further down) it canceled or cancel-requested.
+-- set, count the outcome (a failure in failures.lua too), fire hooks, count it in its
+-- batch, tell its parent, cancel its awaited children if canceled. run: as read_run
+-- returns it. fields: extra field/value pairs to store. Returns how many runs below it
+-- it canceled.
 local function end_run(run_id, run, status, now, fields)
   local key = run_key(run_id)
   local current, queue, workflow, hooks = run[1], run[2], run[3], run[4]
@@ -37,6 +37,7 @@ local function end_run(run_id, run, status, now, fields)
   set_status(run_id, queue, workflow, current, status, 'finished_at', now, unpack(fields))
   zadd_later(finished_key(), now, run_id)
   count(status, queue, workflow, now)
+  if status == 'failed' then count_failure(run_id, workflow, now) end
   if run[10] == '1' then
     redis.call('HDEL', key, 'admitted')
   end

@@ -85,6 +85,10 @@ local function list_key(status, pair) return prefix .. ':list:' .. status .. ':'
 local function pairs_key() return prefix .. ':pairs' end
 local function finished_key() return prefix .. ':finished' end
 
+-- Failure groups (failures.lua): a hash of group (JSON [workflow, error type]) -> JSON
+-- {c = count, f = first_seen, l = last_seen (decimal strings), e = example run id}.
+local function failures_key() return prefix .. ':failures' end
+
 -- Counters (counters.lua): stats_key, a hash of one minute's counters (minute: its
 -- start, a whole number); stats_minutes_key, a sorted set of the minutes that have one.
 local function stats_key(minute) return prefix .. ':stats:' .. minute end

@@ -26,3 +26,68 @@ local function set_status(run_id, queue, workflow, from, to, ...)
   end
   zadd_later(list_key(to, pair), 0, run_id)
 end
+
+local LISTED_STATUSES = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention',
+  'succeeded', 'failed', 'canceled' }
+
+-- Whether id a sorts after id b byte by byte, as Redis orders members (Lua's own
+-- string comparison follows the server's collation locale).
+local function sorts_after(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return #a > #b
+end
+
+-- The pairs the queue and workflow filters (nil: any) match.
+local function matching_pairs(queue, workflow)
+  if queue and workflow then
+    return { pair_of(queue, workflow) }
+  end
+  local matching = {}
+  for _, pair in ipairs(redis.call('SMEMBERS', pairs_key())) do
+    local colon = string.find(pair, ':', 1, true)
+    local length = tonumber(string.sub(pair, 1, colon - 1))
+    local its_queue = string.sub(pair, colon + 1, colon + length)
+    local its_workflow = string.sub(pair, colon + length + 2)
+    if (not queue or queue == its_queue) and (not workflow or workflow == its_workflow) then
+      matching[#matching + 1] = pair
+    end
+  end
+  return matching
+end
+
+-- Up to limit ids below cursor (nil: from the largest), largest first, of the runs in
+-- statuses of the pairs queue and workflow match: at most limit ids read from each
+-- list index, then merged, so the cost grows with the pairs, not with the runs stored.
+local function listed_ids(statuses, queue, workflow, cursor, limit)
+  local max = cursor and '(' .. cursor or '+'
+  local lists = {}
+  for _, pair in ipairs(matching_pairs(queue, workflow)) do
+    for _, each in ipairs(statuses) do
+      local ids = redis.call('ZREVRANGEBYLEX', list_key(each, pair), max, '-', 'LIMIT', 0, limit)
+      if #ids > 0 then
+        lists[#lists + 1] = { ids = ids, next = 1 }
+      end
+    end
+  end
+  local merged = {}
+  while #merged < limit do
+    local best = nil
+    for _, list in ipairs(lists) do
+      local head = list.ids[list.next]
+      if head and (not best or sorts_after(head, best.ids[best.next])) then
+        best = list
+      end
+    end
+    if not best then
+      break
+    end
+    merged[#merged + 1] = best.ids[best.next]
+    best.next = best.next + 1
+  end
+  return merged
+end
