@@ -161,6 +161,7 @@ SAMPLE_PARAMETERS = {
     "batch_id": "batch-1",
     "until": None,
     "position": 1,
+    "args_hash": None,
     "count": 2,
     "callback_run_id": None,
     "trigger_id": "0 3 * * * UTC",
