@@ -4,6 +4,7 @@
 -- ARGV[1]  finished_before: delete runs that finished earlier (decimal string)
 -- ARGV[2]  limit: most runs to delete (integer)
 -- ARGV[3]  counters_before: delete the counters of minutes starting earlier (decimal)
+-- ARGV[4]  hours_before: delete the counters of hours starting earlier (decimal)
 --
 -- Returns how many runs were deleted. Runs go oldest finished_at first (the finished
 -- set), each with its steps, its children list, its published values, its events not
@@ -14,6 +15,7 @@
 -- failed ids, cancelable set).
 
 local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local hours_before = ARGV[4]
 
 local deleted = 0
 if limit > 0 then
@@ -60,12 +62,17 @@ if limit > 0 then
   end
 end
 
-local minutes = redis.call('ZRANGEBYSCORE', stats_minutes_key(), '-inf',
-  '(' .. counters_before)
-for _, minute in ipairs(minutes) do
-  redis.call('DEL', stats_key(minute))
+-- The hashes of the rows of index that start before a time, then their index entries.
+local function delete_rows(index, row_key, before)
+  local rows = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. before)
+  for _, row in ipairs(rows) do
+    redis.call('DEL', row_key(row))
+  end
+  if #rows > 0 then
+    redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. before)
+  end
 end
-if #minutes > 0 then
-  redis.call('ZREMRANGEBYSCORE', stats_minutes_key(), '-inf', '(' .. counters_before)
-end
+
+delete_rows(stats_minutes_key(), stats_key, counters_before)
+delete_rows(hourly_hours_key(), hourly_key, hours_before)
 return deleted
