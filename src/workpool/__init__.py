@@ -30,6 +30,7 @@ from workpool.errors import (
     WorkpoolError,
 )
 from workpool.handles import RunHandle
+from workpool.history import History, Outcomes, Series
 from workpool.models import (
     BatchStatus,
     Canceled,
@@ -87,6 +88,9 @@ __all__ = [
     "SkippedTick",
     "Stats",
     "Figures",
+    "History",
+    "Series",
+    "Outcomes",
     "Unserved",
     # workers
     "Worker",
