@@ -117,10 +117,12 @@ def summarize_history(
     """Add up ``get_counters``' periods per scope, keeping the pairs that match."""
     first, period, count = bounds(span, now)
     starts = [first + index * period for index in range(count)]
+    kept = set(starts)
     rows = [
-        (start.start, pair)
-        for start in found
-        for pair in start.counters
+        (stored.start, pair)
+        for stored in found
+        if stored.start in kept
+        for pair in stored.counters
         if (queue is None or pair.queue == queue)
         and (workflow is None or pair.workflow == workflow)
     ]

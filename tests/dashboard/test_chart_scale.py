@@ -7,7 +7,7 @@ import pytest
 
 from workpool.backends.base import PairCounters, PeriodCounters
 from workpool.dashboard.charts import RANGES, Chart, Range, range_named
-from workpool.history import summarize_history
+from workpool.history import bounds, summarize_history
 
 NOW = 1_764_159_960.0 + 30
 MINUTE = NOW - 30
@@ -97,5 +97,7 @@ def test_a_day_and_a_week_have_their_bars_and_axes(key: str, bars: int, ticks: l
     ],
 )
 def test_the_rate_of_a_longer_range(key: str, completed: int, said: str) -> None:
-    found = [PeriodCounters(MINUTE - 3600, [PairCounters("mail", "send", succeeded=completed)])]
-    assert last_hour(found if completed else [], NOW, range_named(key)).rate_text == said
+    over = range_named(key)
+    first, _, _ = bounds(over.span, NOW)  # the start of the range's first period
+    found = [PeriodCounters(first, [PairCounters("mail", "send", succeeded=completed)])]
+    assert last_hour(found if completed else [], NOW, over).rate_text == said
