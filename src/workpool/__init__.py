@@ -31,6 +31,7 @@ from workpool.errors import (
     WorkpoolError,
 )
 from workpool.handles import RunHandle
+from workpool.history import History, Outcomes, Series
 from workpool.models import (
     BatchStatus,
     Canceled,
@@ -94,6 +95,9 @@ __all__ = [
     "SkippedTick",
     "Stats",
     "Figures",
+    "History",
+    "Series",
+    "Outcomes",
     "Unserved",
     # workers
     "Worker",

@@ -8,15 +8,16 @@ from importlib import resources
 
 import pytest
 
-from workpool.backends.base import MinuteCounters, PairCounters
+from workpool.backends.base import PairCounters, PeriodCounters
 from workpool.cron import Cron
-from workpool.dashboard.charts import MINUTES, last_hour
+from workpool.dashboard.charts import RANGES, Chart
 from workpool.dashboard.crons import recent_ticks, triggers
 from workpool.dashboard.options import DashboardOptions, parse_basic_auth
 from workpool.dashboard.server import is_loopback
 from workpool.dashboard.timeline import SHORTEST, timeline
 from workpool.dashboard.workflows import describe_retry
 from workpool.errors import ConfigurationError
+from workpool.history import summarize_history
 from workpool.models import Run, SkippedTick, Step
 
 NOW = 1_764_159_960.0 + 30  # 30 s into a minute
@@ -27,25 +28,34 @@ def counters(queue: str, **counts: int) -> PairCounters:
     return PairCounters(queue, "send", **counts)
 
 
+def last_hour(found: list[PeriodCounters], now: float, *, queue: str | None = None) -> Chart:
+    """The overview's chart of the hour, of all queues or of one."""
+    history = summarize_history(found, RANGES[0].span, now)
+    series = history.total if queue is None else history.by_queue.get(queue)
+    if series is None:
+        series = summarize_history([], RANGES[0].span, now).total
+    return Chart(RANGES[0], series)
+
+
 def test_the_hour_has_sixty_minutes_ending_with_the_current_one() -> None:
     hour = last_hour(
         [
-            MinuteCounters(MINUTE - 3600, [counters("mail", succeeded=9)]),  # too old
-            MinuteCounters(MINUTE - 120, [counters("mail", succeeded=3, failed=1)]),
-            MinuteCounters(MINUTE, [counters("mail", succeeded=2), counters("bulk", failed=2)]),
+            PeriodCounters(MINUTE - 3600, [counters("mail", succeeded=9)]),  # too old
+            PeriodCounters(MINUTE - 120, [counters("mail", succeeded=3, failed=1)]),
+            PeriodCounters(MINUTE, [counters("mail", succeeded=2), counters("bulk", failed=2)]),
         ],
         NOW,
     )
 
-    assert len(hour.minutes) == MINUTES
-    assert hour.minutes[-1].start == datetime.fromtimestamp(MINUTE, UTC)
-    assert hour.minutes[0].start == datetime.fromtimestamp(MINUTE - 59 * 60, UTC)
-    assert [minute.completed for minute in hour.minutes[-3:]] == [4, 0, 4]
+    assert len(hour.periods) == 60
+    assert hour.periods[-1].start == datetime.fromtimestamp(MINUTE, UTC)
+    assert hour.periods[0].start == datetime.fromtimestamp(MINUTE - 59 * 60, UTC)
+    assert [minute.completed for minute in hour.periods[-3:]] == [4, 0, 4]
     assert (hour.completed, hour.failed, hour.failure_rate) == (8, 3, 3 / 8)
 
 
 def test_a_queues_hour_counts_its_own_pairs_only() -> None:
-    minutes = [MinuteCounters(MINUTE, [counters("mail", succeeded=2), counters("bulk", failed=2)])]
+    minutes = [PeriodCounters(MINUTE, [counters("mail", succeeded=2), counters("bulk", failed=2)])]
 
     assert last_hour(minutes, NOW, queue="mail").failure_rate == 0.0
     assert last_hour(minutes, NOW, queue="bulk").failure_rate == 1.0
@@ -54,13 +64,13 @@ def test_a_queues_hour_counts_its_own_pairs_only() -> None:
 
 def test_bars_stack_and_the_busiest_minute_fills_the_height() -> None:
     minutes = [
-        MinuteCounters(MINUTE - 60, [counters("mail", succeeded=1)]),
-        MinuteCounters(MINUTE, [counters("mail", succeeded=2, canceled=1, failed=1)]),
+        PeriodCounters(MINUTE - 60, [counters("mail", succeeded=1)]),
+        PeriodCounters(MINUTE, [counters("mail", succeeded=2, canceled=1, failed=1)]),
     ]
 
     bars = last_hour(minutes, NOW).bars(600, 100)
 
-    assert len(bars) == MINUTES
+    assert len(bars) == 60
     assert bars[0][1] == []  # nothing in that minute
     [one] = bars[-2][1]
     assert (one.kind, one.height) == ("succeeded", 25.0)

@@ -31,9 +31,9 @@ from workpool.backends.contract.leases import (
     SetAside,
 )
 from workpool.backends.contract.reads import (
-    MinuteCounters,
     PairActivity,
     PairCounters,
+    PeriodCounters,
     Reads,
     RunPage,
     StatsSnapshot,
@@ -99,7 +99,7 @@ __all__ = [
     "RunPage",
     "PairActivity",
     "PairCounters",
-    "MinuteCounters",
+    "PeriodCounters",
     "WorkerRecord",
     "StatsSnapshot",
     "RerunStatus",

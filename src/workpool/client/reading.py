@@ -15,6 +15,7 @@ from workpool.decoding import (
     step_from_record,
 )
 from workpool.errors import ConfigurationError, RunNotFoundError
+from workpool.history import History, bounds, summarize_history
 from workpool.models import RegisteredWorkflow, Run, RunList, RunState, SkippedTick, Step
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import sync_twin
@@ -91,6 +92,26 @@ class Reading(ClientBase):
         snapshot = await backend.get_stats(now - window.total_seconds(), now)
         return summarize(snapshot, now, window, queue=queue, workflow=workflow)
 
+    async def history(
+        self,
+        span: timedelta | float = timedelta(hours=1),
+        *,
+        queue: str | None = None,
+        workflow: str | None = None,
+    ) -> History:
+        """What ended over the last ``span`` (a timedelta or seconds; whole minutes, at
+        most 7 days), period by period, in total, per queue and per workflow: each
+        period's outcomes, and the span's throughput and failure rate. Periods are a
+        minute up to 2 hours, 5 minutes up to 12, 15 minutes up to a day (counters are
+        kept per minute for a day) and an hour up to a week (per hour for a week). One
+        backend read whose cost grows with the pairs and the periods, not the history."""
+        span = as_timedelta(span, what="span", positive=True)
+        now = self.settings.clock.now()
+        first, period, _ = bounds(span, now)
+        backend = await self.backend()
+        found = await backend.get_counters(first, now, period)
+        return summarize_history(found, span, now, queue=queue, workflow=workflow)
+
     async def live_workers(self) -> list[WorkerRecord]:
         """The workers that announced themselves lately: what each serves (its app,
         queues and workflows), by id."""
@@ -130,5 +151,6 @@ class Reading(ClientBase):
     get_steps_sync = sync_twin(get_steps, "pool")
     list_runs_sync = sync_twin(list_runs, "pool")
     stats_sync = sync_twin(stats, "pool")
+    history_sync = sync_twin(history, "pool")
     list_workflows_sync = sync_twin(list_workflows, "pool")
     list_skipped_ticks_sync = sync_twin(list_skipped_ticks, "pool")

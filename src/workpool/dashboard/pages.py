@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from workpool.app import Workpool
+from workpool.dashboard.charts import range_named
 from workpool.dashboard.overview import read_overview
 from workpool.dashboard.rendering import Renderer
 from workpool.dashboard.runs import (
@@ -22,6 +23,7 @@ from workpool.dashboard.runs import (
     read_run,
     read_runs,
 )
+from workpool.dashboard.throughput import read_throughput
 from workpool.dashboard.workflows import read_workflows
 from workpool.models import RunState
 from workpool.validation import parse_count
@@ -70,7 +72,7 @@ class Pages:
         self.renderer = renderer
 
     async def overview(self, request: Request) -> Response:
-        view = await read_overview(self.pool)
+        view = await read_overview(self.pool, range_named(request.query_params.get("range")))
         context = {"nav": "overview", "view": view, "notice": _notice(request)}
         return self.renderer.page(request, "overview.html", context, live="overview_live.html")
 
@@ -93,8 +95,11 @@ class Pages:
 
     async def workflows(self, request: Request) -> Response:
         views = await read_workflows(self.pool)
+        chosen = range_named(request.query_params.get("range"))
+        names = [view.registered.name for view in views]
+        throughput = await read_throughput(self.pool, chosen, names)
         at = self.pool.settings.clock.now()
-        context = {"nav": "workflows", "workflows": views, "at": at}
+        context = {"nav": "workflows", "workflows": views, "throughput": throughput, "at": at}
         return self.renderer.page(request, "workflows.html", context)
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from workpool.backends.base import Backend
 from workpool.errors import UnservedWorkflowError
+from workpool.history import MAX_SPAN
 from workpool.serialization import error_json
 from workpool.stats import MAX_WINDOW, Stats, Unserved, summarize
 from workpool.worker.health import BackendHealth
@@ -147,14 +148,15 @@ class Housekeeper:
     async def _purge(self, backend: Backend, now: float) -> int:
         """Delete finished runs past the retention, a batch per transaction."""
         counters_before = now - MAX_WINDOW.total_seconds()
+        hours_before = now - MAX_SPAN.total_seconds()
         retention = self._settings.retention
         if retention is None:
-            await backend.purge(NO_RUNS, 1, counters_before)
+            await backend.purge(NO_RUNS, 1, counters_before, hours_before)
             return 0
         cutoff = now - retention.total_seconds()
         total = 0
         while True:
-            deleted = await backend.purge(cutoff, self._batch, counters_before)
+            deleted = await backend.purge(cutoff, self._batch, counters_before, hours_before)
             total += deleted
             if deleted < self._batch:
                 break

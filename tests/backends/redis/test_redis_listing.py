@@ -104,10 +104,10 @@ async def test_a_page_costs_the_same_with_100_or_2000_runs(
 async def test_stats_cost_the_same_with_100_or_2000_runs(
     redis_backend: RedisBackend, raw: Redis, keys: Keys
 ) -> None:
-    """The pairs, a ZCARD per active state per pair, the minutes asked for and one HGETALL per minute,
-    each queue's heads (one entry per workflow with claimable runs), the first run of
-    each of those workflows and its available_at, and the worker records: nothing per
-    run."""
+    """The pairs, a ZCARD per active state per pair, the minutes asked for and one
+    HGETALL per minute, each queue's heads (one entry per workflow with claimable runs),
+    the first run of each of those workflows and its available_at, and the worker
+    records: nothing per run."""
     costs, active = [], 0
     ready = {keys.ready("q", workflow) for workflow in WORKFLOWS}
     for first, count in ((0, 100), (100, 1900)):

@@ -321,12 +321,14 @@ FINISH_WITHOUT_SETTINGS = Counter(
     zadd=2,
 )
 """What finishing one run costs without queue settings or counters."""
-COUNTERS_OF_A_MINUTE = Counter(hmget=1, hset=1)
+COUNTERS_OF_A_MINUTE = Counter(hmget=2, hset=2)
 """What a finish call adds per minute, whatever its number of runs and pairs: one HMGET
-of the counters it adds to (timed, succeeded, run_time of each pair), one HSET."""
-NEW_MINUTE = Counter(zadd=1, expire=1)
-"""What the first counters of a minute add, once per call: it records the minute in the
-minutes set (ZADD), and the minute being new, sets its TTL."""
+of the counters it adds to (timed, succeeded, run_time of each pair), one HSET, and the
+same for the minute's hour."""
+NEW_MINUTE = Counter(zadd=2, expire=2)
+"""What the first counters of a minute (of a new hour) add, once per call: it records
+the minute in the minutes set and the hour in the hours set (ZADD), and each being new,
+sets its hash's TTL."""
 
 
 @pytest.mark.parametrize("limited", [False, True])

@@ -133,7 +133,13 @@ class Control(Protocol):
         that became available later."""
         ...
 
-    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    async def purge(
+        self,
+        finished_before: float,
+        limit: int,
+        counters_before: float,
+        hours_before: float = 0.0,
+    ) -> int:
         """Delete up to ``limit`` terminal runs whose ``finished_at`` is before
         ``finished_before`` (oldest first), in ONE atomic operation; return how many.
 
@@ -142,7 +148,8 @@ class Control(Protocol):
         entries in every index, so no index names a run that is gone. Runs it started
         and the run that started it are not touched (their own retention deletes them).
         Also deletes up to ``limit`` batches completed before ``finished_before`` (their
-        runs ended before, so they go in the same or earlier calls) and the counters of
-        minutes before ``counters_before``. Callers repeat while it returns ``limit``.
+        runs ended before, so they go in the same or earlier calls), the counters of
+        minutes before ``counters_before`` and those of hours before ``hours_before``
+        (0: none). Callers repeat while it returns ``limit``.
         """
         ...

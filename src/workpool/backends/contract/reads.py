@@ -6,10 +6,10 @@ their creation time in milliseconds (see ``NewRun``), so id order is creation or
 ``list_runs`` pages walk these indexes newest first, and ``get_stats`` reads the
 pairs' active counts, so neither grows with the history size.
 
-Counters: the operations that change a run's state also add to per-minute counters of
-the run's (queue, workflow), in the same atomic operation (see ``PairCounters`` for
-what counts where). A minute is ``floor(now / 60) * 60``; ``purge`` deletes minutes
-older than it is told.
+Counters: the operations that change a run's state also add to per-minute and per-hour
+counters of the run's (queue, workflow), in the same atomic operation (see
+``PairCounters`` for what counts where). A minute is ``floor(now / 60) * 60``, an hour
+``floor(now / 3600) * 3600``; ``purge`` deletes minutes and hours older than it is told.
 """
 
 from __future__ import annotations
@@ -73,13 +73,13 @@ class PairCounters:
 
 
 @dataclass(frozen=True, slots=True)
-class MinuteCounters:
-    """The counters of one minute, as ``get_minute_counters`` returns them."""
+class PeriodCounters:
+    """The counters of one period, as ``get_counters`` returns them."""
 
-    minute: float
-    """The minute's start: ``floor(t / 60) * 60`` of the transitions it counts."""
+    start: float
+    """The period's start: ``floor(t / period) * period`` of the transitions it counts."""
     counters: list[PairCounters]
-    """Every pair with a count in that minute, sorted by (queue, workflow)."""
+    """Every pair with a count in that period, sorted by (queue, workflow)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +132,13 @@ class Reads(Protocol):
         run. One read; its cost grows with the pairs and the minutes, not the history."""
         ...
 
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        """The counters of each minute from the one holding ``since`` to the one holding
-        ``now`` that has a count, oldest first: ``get_stats``' counters before they are
-        summed. One read; its cost grows with the pairs and the minutes, not the history."""
+    async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
+        """The counters summed per period of ``period`` seconds, for each period from the
+        one holding ``since`` to the one holding ``now`` that has a count, oldest first.
+
+        A period of whole minutes that divides an hour (60, 300, 900...) sums the
+        per-minute counters (``get_stats``' counters before they are summed); a period
+        of whole hours sums the per-hour counters, which ``purge`` keeps longer. Other
+        periods raise ValueError (see ``counter_rows``). One read; its cost grows with
+        the pairs and the minute or hour rows in the range, not the history."""
         ...

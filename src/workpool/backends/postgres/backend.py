@@ -25,10 +25,10 @@ from workpool.backends.base import (
     EventValue,
     Finish,
     Lease,
-    MinuteCounters,
     NewBatch,
     NewRun,
     NewTick,
+    PeriodCounters,
     QueueSettings,
     RenewResult,
     Rerun,
@@ -352,13 +352,21 @@ class PostgresBackend(PostgresRecovery):
         """See ``Backend.get_stats``: reads in one snapshot."""
         return await self._read(lambda reads: reads.get_stats(since, now))
 
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        """See ``Backend.get_minute_counters``: one read."""
-        return await self._read(lambda reads: reads.get_minute_counters(since, now))
+    async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
+        """See ``Backend.get_counters``: one read."""
+        return await self._read(lambda reads: reads.get_counters(since, now, period))
 
-    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    async def purge(
+        self,
+        finished_before: float,
+        limit: int,
+        counters_before: float,
+        hours_before: float = 0.0,
+    ) -> int:
         """See ``Backend.purge``."""
-        return await self._transact(lambda ops: ops.purge(finished_before, limit, counters_before))
+        return await self._transact(
+            lambda ops: ops.purge(finished_before, limit, counters_before, hours_before)
+        )
 
     async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:
         """See ``Backend.rerun``."""

@@ -515,6 +515,23 @@ ON CONFLICT (minute, queue, workflow) DO UPDATE SET
     canceled = c.canceled + excluded.canceled,
     retried = c.retried + excluded.retried;
 
+-- name: add_hour_counters
+-- Add to the counters of (:hour, :queue, :workflow).
+INSERT INTO hour_counters AS c (
+    hour, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+) VALUES (
+    %(hour)s, %(queue)s, %(workflow)s, %(executions)s, %(timed)s, %(run_time)s,
+    %(succeeded)s, %(failed)s, %(canceled)s, %(retried)s
+)
+ON CONFLICT (hour, queue, workflow) DO UPDATE SET
+    executions = c.executions + excluded.executions,
+    timed = c.timed + excluded.timed,
+    run_time = c.run_time + excluded.run_time,
+    succeeded = c.succeeded + excluded.succeeded,
+    failed = c.failed + excluded.failed,
+    canceled = c.canceled + excluded.canceled,
+    retried = c.retried + excluded.retried;
+
 -- name: sum_counters
 -- Counters of each pair summed over the minutes :first to :last, by queue and workflow.
 SELECT
@@ -525,12 +542,29 @@ FROM counters WHERE minute BETWEEN %(first)s AND %(last)s
 GROUP BY queue, workflow
 ORDER BY queue, workflow;
 
--- name: minute_counters
--- Counters of each minute from :first to :last and each pair with a row, oldest first.
+-- name: minute_periods
+-- Counters of each pair summed per period of :period seconds, over the minutes from
+-- :first to :last, oldest period first.
 SELECT
-    minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+    minute / %(period)s * %(period)s AS start, queue, workflow,
+    sum(executions) AS executions, sum(timed) AS timed, sum(run_time) AS run_time,
+    sum(succeeded) AS succeeded, sum(failed) AS failed, sum(canceled) AS canceled,
+    sum(retried) AS retried
 FROM counters WHERE minute BETWEEN %(first)s AND %(last)s
-ORDER BY minute, queue, workflow;
+GROUP BY start, queue, workflow
+ORDER BY start, queue, workflow;
+
+-- name: hour_periods
+-- Counters of each pair summed per period of :period seconds, over the hours from
+-- :first to :last, oldest period first.
+SELECT
+    hour / %(period)s * %(period)s AS start, queue, workflow,
+    sum(executions) AS executions, sum(timed) AS timed, sum(run_time) AS run_time,
+    sum(succeeded) AS succeeded, sum(failed) AS failed, sum(canceled) AS canceled,
+    sum(retried) AS retried
+FROM hour_counters WHERE hour BETWEEN %(first)s AND %(last)s
+GROUP BY start, queue, workflow
+ORDER BY start, queue, workflow;
 
 -- name: pair_activity
 -- Every (queue, workflow) pair with its runs in each active state (runs_listed ranges).
@@ -605,6 +639,14 @@ FOR UPDATE SKIP LOCKED;
 DELETE FROM counters WHERE (minute, queue, workflow) IN (
     SELECT minute, queue, workflow FROM counters WHERE minute < %(before)s
     ORDER BY minute, queue, workflow
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: delete_hour_counters
+-- Delete the counters of hours before :before that no other purge holds.
+DELETE FROM hour_counters WHERE (hour, queue, workflow) IN (
+    SELECT hour, queue, workflow FROM hour_counters WHERE hour < %(before)s
+    ORDER BY hour, queue, workflow
     FOR UPDATE SKIP LOCKED
 );
 

@@ -12,13 +12,13 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
 from workpool.backends.base import (
-    MinuteCounters,
     PairActivity,
     PairCounters,
+    PeriodCounters,
     RunPage,
     StatsSnapshot,
 )
-from workpool.backends.reading import readable
+from workpool.backends.reading import counter_rows, readable
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.reads import ALL_STATES
 
@@ -108,12 +108,16 @@ class Reads:
             activity=activity, counters=counters, oldest_claimable=oldest, workers=workers
         )
 
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        """See ``Backend.get_minute_counters``: one range of the counters' primary key."""
+    async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
+        """See ``Backend.get_counters``: one range of a counters table's primary key,
+        summed."""
+        rows = counter_rows(since, now, period)
         found: dict[float, list[PairCounters]] = {}
-        for row in await self.all("minute_counters", **minutes(since, now)):
-            found.setdefault(float(row["minute"]), []).append(pair_counters(row))
-        return [MinuteCounters(minute, counters) for minute, counters in found.items()]
+        query = "hour_periods" if rows.hourly else "minute_periods"
+        bounds = {"first": rows.first, "last": rows.last, "period": rows.period}
+        for row in await self.all(query, **bounds):
+            found.setdefault(float(row["start"]), []).append(pair_counters(row))
+        return [PeriodCounters(start, counters) for start, counters in found.items()]
 
 
 def minutes(since: float, now: float) -> dict[str, int]:

@@ -366,9 +366,18 @@ class RedisBackend(RedisReads, RedisRecovery):
             options["reason"] = reason
         return await self._scripts.cancel_many(codec.seconds(now), json.dumps(options))
 
-    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    async def purge(
+        self,
+        finished_before: float,
+        limit: int,
+        counters_before: float,
+        hours_before: float = 0.0,
+    ) -> int:
         return await self._scripts.purge(
-            codec.seconds(finished_before), max(0, limit), codec.seconds(counters_before)
+            codec.seconds(finished_before),
+            max(0, limit),
+            codec.seconds(counters_before),
+            codec.seconds(hours_before),
         )
 
     async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:

@@ -128,10 +128,16 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            PairCounters; executions = timed + reaped),
                                            with a TTL of 25 hours from its first write
     {p}:stats                              sorted set: the minute of every stats hash,
-                                           each scored by itself (get_stats and purge
-                                           range over it; only purge takes minutes out,
-                                           with their hashes; a minute whose hash
-                                           expired stays until then)
+                                           each scored by itself (get_stats,
+                                           get_counters and purge range over it; only
+                                           purge takes minutes out, with their hashes;
+                                           a minute whose hash expired stays until then)
+    {p}:hourly:<hour>                      hash: the counters of the hour starting at
+                                           <hour> (floor(now / 3600) * 3600), the
+                                           fields of a stats hash, with a TTL of 8 days
+                                           from its first write
+    {p}:hourly                             sorted set: the hour of every hourly hash,
+                                           likewise
 
 A gate id is ``<len>:<workflow>`` for runs without a concurrency key and
 ``<len>:<workflow>:<key>`` with one (``<len>`` as above), so no two (workflow, key)

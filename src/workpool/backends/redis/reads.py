@@ -9,7 +9,7 @@ from typing import Any
 from workpool.backends.base import (
     BatchRecord,
     EventValue,
-    MinuteCounters,
+    PeriodCounters,
     QueueSettings,
     RunPage,
     RunRecord,
@@ -19,7 +19,7 @@ from workpool.backends.base import (
     WorkerRecord,
     WorkflowInfo,
 )
-from workpool.backends.reading import readable
+from workpool.backends.reading import counter_rows, readable
 from workpool.backends.redis import codec
 from workpool.backends.redis.connection import CommandLink
 from workpool.backends.redis.keys import Keys
@@ -108,9 +108,10 @@ class RedisReads:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
         return codec.decode_stats(*await self._scripts.get_stats(first, last), now)
 
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
-        return codec.decode_minute_counters(await self._scripts.get_minute_counters(first, last))
+    async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
+        rows = counter_rows(since, now, period)
+        reply = await self._scripts.get_counters(rows.first, rows.last, rows.period, rows.hourly)
+        return codec.decode_period_counters(reply)
 
     async def list_skipped_ticks(self, workflow: str | None, limit: int) -> list[SkippedTickRecord]:
         limit = max(1, limit)

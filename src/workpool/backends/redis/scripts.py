@@ -41,7 +41,7 @@ OPERATIONS = (
     "acquire_lease",
     "list_runs",
     "get_stats",
-    "get_minute_counters",
+    "get_counters",
     "purge",
     "rerun",
     "rerun_from_step",
@@ -67,7 +67,7 @@ REPEATABLE = frozenset(
         "acquire_lease",
         "list_runs",
         "get_stats",
-        "get_minute_counters",
+        "get_counters",
         "heartbeat",
         "restore_registry",  # HSETNX: a repeat finds the records stored
         "list_skipped_ticks",
@@ -143,7 +143,7 @@ class Scripts:
         self._acquire_lease = Script(link, tag, "acquire_lease")
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
-        self._get_minute_counters = Script(link, tag, "get_minute_counters")
+        self._get_counters = Script(link, tag, "get_counters")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._rerun_from_step = Script(link, tag, "rerun_from_step")
@@ -331,14 +331,17 @@ class Scripts:
         activity, counters, oldest, workers = await self._get_stats([first_minute, last_minute])
         return activity, counters, oldest, workers
 
-    async def get_minute_counters(self, first_minute: int, last_minute: int) -> list[Any]:
-        """Per minute, its start then its counters' fields and values (a flat list);
-        see get_minute_counters.lua."""
-        return list(await self._get_minute_counters([first_minute, last_minute]))
+    async def get_counters(self, first: int, last: int, period: int, hourly: bool) -> list[Any]:
+        """Per period, its start then its counters' summed fields and values (a flat
+        list); see get_counters.lua."""
+        source = "hour" if hourly else "minute"
+        return list(await self._get_counters([first, last, period, source]))
 
-    async def purge(self, finished_before: str, limit: int, counters_before: str) -> int:
+    async def purge(
+        self, finished_before: str, limit: int, counters_before: str, hours_before: str
+    ) -> int:
         """How many runs were deleted."""
-        return int(await self._purge([finished_before, limit, counters_before]))
+        return int(await self._purge([finished_before, limit, counters_before, hours_before]))
 
     async def rerun(self, now: str, run_id: str, new_id: str) -> tuple[str, str | None]:
         """(status, run id or None); status 'taken' when ``new_id`` names a run already."""

@@ -24,10 +24,10 @@ from workpool.backends.base import (
     EventValue,
     Finish,
     Lease,
-    MinuteCounters,
     NewBatch,
     NewRun,
     NewTick,
+    PeriodCounters,
     QueueSettings,
     RenewResult,
     Rerun,
@@ -386,16 +386,24 @@ class SQLiteBackend(SQLiteRecovery):
             lambda connection: reads.get_stats(connection, self._queries, since, now)
         )
 
-    async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
-        """See ``Backend.get_minute_counters``: one read."""
+    async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
+        """See ``Backend.get_counters``: one read."""
         return await self._thread.snapshot(
-            lambda connection: reads.get_minute_counters(connection, self._queries, since, now)
+            lambda connection: reads.get_counters(connection, self._queries, since, now, period)
         )
 
-    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    async def purge(
+        self,
+        finished_before: float,
+        limit: int,
+        counters_before: float,
+        hours_before: float = 0.0,
+    ) -> int:
         """See ``Backend.purge``."""
         return await self._transact(
-            lambda operations: operations.purge(finished_before, limit, counters_before)
+            lambda operations: operations.purge(
+                finished_before, limit, counters_before, hours_before
+            )
         )
 
     async def rerun(self, run_id: str, new_id: str, now: float) -> Rerun:

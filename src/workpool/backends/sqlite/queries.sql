@@ -572,6 +572,23 @@ ON CONFLICT (minute, queue, workflow) DO UPDATE SET
     canceled = canceled + excluded.canceled,
     retried = retried + excluded.retried;
 
+-- name: add_hour_counters
+-- Add to the counters of (:hour, :queue, :workflow).
+INSERT INTO hour_counters (
+    hour, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+) VALUES (
+    :hour, :queue, :workflow, :executions, :timed, :run_time,
+    :succeeded, :failed, :canceled, :retried
+)
+ON CONFLICT (hour, queue, workflow) DO UPDATE SET
+    executions = executions + excluded.executions,
+    timed = timed + excluded.timed,
+    run_time = run_time + excluded.run_time,
+    succeeded = succeeded + excluded.succeeded,
+    failed = failed + excluded.failed,
+    canceled = canceled + excluded.canceled,
+    retried = retried + excluded.retried;
+
 -- name: sum_counters
 -- Counters of each pair summed over the minutes :first to :last, by queue and workflow.
 SELECT
@@ -582,12 +599,29 @@ FROM counters WHERE minute BETWEEN :first AND :last
 GROUP BY queue, workflow
 ORDER BY queue, workflow;
 
--- name: minute_counters
--- Counters of each minute from :first to :last and each pair with a row, oldest first.
+-- name: minute_periods
+-- Counters of each pair summed per period of :period seconds, over the minutes from
+-- :first to :last, oldest period first.
 SELECT
-    minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
+    minute / :period * :period AS start, queue, workflow,
+    sum(executions) AS executions, sum(timed) AS timed, sum(run_time) AS run_time,
+    sum(succeeded) AS succeeded, sum(failed) AS failed, sum(canceled) AS canceled,
+    sum(retried) AS retried
 FROM counters WHERE minute BETWEEN :first AND :last
-ORDER BY minute, queue, workflow;
+GROUP BY start, queue, workflow
+ORDER BY start, queue, workflow;
+
+-- name: hour_periods
+-- Counters of each pair summed per period of :period seconds, over the hours from
+-- :first to :last, oldest period first.
+SELECT
+    hour / :period * :period AS start, queue, workflow,
+    sum(executions) AS executions, sum(timed) AS timed, sum(run_time) AS run_time,
+    sum(succeeded) AS succeeded, sum(failed) AS failed, sum(canceled) AS canceled,
+    sum(retried) AS retried
+FROM hour_counters WHERE hour BETWEEN :first AND :last
+GROUP BY start, queue, workflow
+ORDER BY start, queue, workflow;
 
 -- name: pair_activity
 -- Every (queue, workflow) pair with its runs in each active state (runs_listed ranges).
@@ -678,6 +712,10 @@ DELETE FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 -- name: delete_counters
 -- Delete the counters of minutes before :before.
 DELETE FROM counters WHERE minute < :before;
+
+-- name: delete_hour_counters
+-- Delete the counters of hours before :before.
+DELETE FROM hour_counters WHERE hour < :before;
 
 -- name: pending_debounced
 -- The run last enqueued with debounce key (:workflow, :key) if it is still in its window

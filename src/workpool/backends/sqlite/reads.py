@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from workpool.backends.base import (
     ACTIVE_STATES,
     TERMINAL_STATES,
-    MinuteCounters,
     PairActivity,
     PairCounters,
+    PeriodCounters,
     RunPage,
     StatsSnapshot,
 )
-from workpool.backends.reading import readable
+from workpool.backends.reading import counter_rows, readable
 from workpool.backends.sqlite import records
 
 ALL_STATES = (*sorted(ACTIVE_STATES), *sorted(TERMINAL_STATES))
@@ -99,14 +99,21 @@ def get_stats(
     )
 
 
-def get_minute_counters(
-    connection: sqlite3.Connection, queries: Mapping[str, str], since: float, now: float
-) -> list[MinuteCounters]:
-    """See ``Backend.get_minute_counters``: one range of the counters' primary key."""
-    minutes: dict[float, list[PairCounters]] = {}
-    for row in connection.execute(queries["minute_counters"], _minutes(since, now)):
-        minutes.setdefault(float(row["minute"]), []).append(_pair_counters(row))
-    return [MinuteCounters(minute, counters) for minute, counters in minutes.items()]
+def get_counters(
+    connection: sqlite3.Connection,
+    queries: Mapping[str, str],
+    since: float,
+    now: float,
+    period: int,
+) -> list[PeriodCounters]:
+    """See ``Backend.get_counters``: one range of a counters table's primary key, summed."""
+    rows = counter_rows(since, now, period)
+    found: dict[float, list[PairCounters]] = {}
+    query = queries["hour_periods" if rows.hourly else "minute_periods"]
+    bounds = {"first": rows.first, "last": rows.last, "period": rows.period}
+    for row in connection.execute(query, bounds):
+        found.setdefault(float(row["start"]), []).append(_pair_counters(row))
+    return [PeriodCounters(start, counters) for start, counters in found.items()]
 
 
 def _minutes(since: float, now: float) -> dict[str, int]:

@@ -135,14 +135,17 @@ class Admin(Ending):
         )
         return taken == 1
 
-    async def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    async def purge(
+        self, finished_before: float, limit: int, counters_before: float, hours_before: float
+    ) -> int:
         """Delete up to ``limit`` runs finished before the cutoff (steps, events and keys
-        cascade), completed batches, and the counters of minutes before
-        ``counters_before``."""
+        cascade), completed batches, the counters of minutes before ``counters_before``
+        and those of hours before ``hours_before``."""
         found = await self._all("purgeable_runs", before=finished_before, limit=limit)
         deleted = await self._delete_terminal([str(row["id"]) for row in found])
         await self._run("delete_completed_batches", before=finished_before, limit=limit)
         await self._run("delete_counters", before=int(counters_before // 1))
+        await self._run("delete_hour_counters", before=int(hours_before // 1))
         return deleted
 
     async def cancel_batch(

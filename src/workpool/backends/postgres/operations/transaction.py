@@ -3,8 +3,8 @@
 A ``Transaction`` holds the connection and the named queries, collects ``woken`` (the
 queues that received runnable work: their listeners are notified after the commit, see
 ``notifying``), the
-counters this transaction adds (written once per minute and pair by
-``flush_counters``), and caches each queue's settings for the transaction.
+counters this transaction adds (written once per minute and pair, and once per hour and
+pair, by ``flush_counters``), and caches each queue's settings for the transaction.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from workpool.backends.base import Lease, QueueSettings
+from workpool.backends.sqlite.operations.transaction import hourly
 
 COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
 """The columns of the counters table (see ``PairCounters``), in tally order."""
@@ -110,9 +111,9 @@ class Transaction:
         return self._failures.setdefault((workflow, error_type), FailureTally())
 
     async def flush_counters(self) -> None:
-        """Write the counters and the failure groups this transaction changed, one row per
-        (minute, pair) or group, in key order (so concurrent transactions lock their rows
-        in one order)."""
+        """Write the failure groups and the counters this transaction changed: one row per
+        group, then per (minute, pair), then per (hour, pair), each in key order (so
+        concurrent transactions lock their rows in one order)."""
         for (workflow, error_type), change in sorted(self._failures.items()):
             if change.removed:
                 await self._run(
@@ -132,12 +133,22 @@ class Transaction:
             await self._run("drop_empty_failure_groups")
         self._failures.clear()
         for (minute, queue, workflow), tally in sorted(self._counts.items()):
-            counts: dict[str, Any] = dict(zip(COUNTERS, tally, strict=True))
-            for name in COUNTERS:
-                if name != "run_time":
-                    counts[name] = int(counts[name])
-            await self._run("add_counters", minute=minute, queue=queue, workflow=workflow, **counts)
+            await self._run(
+                "add_counters", minute=minute, queue=queue, workflow=workflow, **_counts(tally)
+            )
+        for (hour, queue, workflow), tally in hourly(self._counts).items():
+            await self._run(
+                "add_hour_counters", hour=hour, queue=queue, workflow=workflow, **_counts(tally)
+            )
         self._counts.clear()
+
+
+def _counts(tally: list[float]) -> dict[str, Any]:
+    """A tally as the named parameters of ``add_counters``: whole counts, and run time."""
+    return {
+        name: amount if name == "run_time" else int(amount)
+        for name, amount in zip(COUNTERS, tally, strict=True)
+    }
 
 
 @dataclass(slots=True)

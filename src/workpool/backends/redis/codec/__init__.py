@@ -6,7 +6,7 @@ One module per area, every name re-exported here (callers write ``codec.encode_r
 
 - ``times.py``     ``seconds``, ``milliseconds``
 - ``runs.py``      new runs, finish batches, leases, claimed rows, run and batch hashes
-- ``stats.py``     ``get_stats.lua``'s and ``get_minute_counters.lua``'s replies, worker records
+- ``stats.py``     ``get_stats.lua``'s and ``get_counters.lua``'s replies, worker records
 - ``steps.py``     stored steps
 - ``settings.py``  queue settings, workflow registry records
 - ``ticks.py``     ``start_tick.lua``'s reply, skipped ticks
@@ -39,7 +39,7 @@ from workpool.backends.redis.codec.settings import (
 )
 from workpool.backends.redis.codec.stats import (
     COUNTER_NAMES,
-    decode_minute_counters,
+    decode_period_counters,
     decode_stats,
     encode_worker,
     live_workers,
@@ -74,7 +74,7 @@ __all__ = [
     "decode_batch",
     "optional_argument",
     "COUNTER_NAMES",
-    "decode_minute_counters",
+    "decode_period_counters",
     "decode_stats",
     "encode_worker",
     "live_workers",

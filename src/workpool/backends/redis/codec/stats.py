@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from workpool.backends.base import (
-    MinuteCounters,
     PairActivity,
     PairCounters,
+    PeriodCounters,
     StatsSnapshot,
     WorkerRecord,
 )
@@ -18,7 +18,7 @@ from workpool.backends.redis.keys import split_pair
 from workpool.errors import CorruptRecordError
 
 COUNTER_NAMES = ("timed", "reaped", "run_time", "succeeded", "failed", "canceled", "retried")
-"""The counters a minute's stats hash holds per pair (see lua/library/counters.lua)."""
+"""The counters a minute's or an hour's stats hash holds per pair (see lua/library/counters.lua)."""
 
 
 def decode_stats(
@@ -42,14 +42,14 @@ def decode_stats(
     )
 
 
-def decode_minute_counters(reply: Sequence[Any]) -> list[MinuteCounters]:
-    """The minutes of get_minute_counters.lua's reply that hold a count, or
+def decode_period_counters(reply: Sequence[Any]) -> list[PeriodCounters]:
+    """The periods of get_counters.lua's reply that hold a count, or
     CorruptRecordError for a pair or counter it cannot read."""
-    minutes = [
-        MinuteCounters(float(reply[i]), pair_counters(reply[i + 1]))
+    periods = [
+        PeriodCounters(float(reply[i]), pair_counters(reply[i + 1]))
         for i in range(0, len(reply), 2)
     ]
-    return [minute for minute in minutes if minute.counters]
+    return [period for period in periods if period.counters]
 
 
 def pair_counters(fields: Sequence[Any]) -> list[PairCounters]:

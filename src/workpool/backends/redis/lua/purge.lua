@@ -4,12 +4,14 @@
 -- ARGV[1]  finished_before: delete runs that finished earlier (decimal string)
 -- ARGV[2]  limit: most runs to delete (integer)
 -- ARGV[3]  counters_before: delete the counters of minutes starting earlier (decimal)
+-- ARGV[4]  hours_before: delete the counters of hours starting earlier (decimal)
 --
 -- Returns how many runs were deleted. Runs go oldest finished_at first (the finished
 -- set), each as delete_run (deleting.lua) deletes it. Then up to limit batches
 -- completed before finished_before go (hash, failed ids, cancelable set).
 
 local finished_before, limit, counters_before = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local hours_before = ARGV[4]
 
 local deleted = 0
 if limit > 0 then
@@ -34,12 +36,17 @@ if limit > 0 then
   end
 end
 
-local minutes = redis.call('ZRANGEBYSCORE', stats_minutes_key(), '-inf',
-  '(' .. counters_before)
-for _, minute in ipairs(minutes) do
-  redis.call('DEL', stats_key(minute))
+-- The hashes of the rows of index that start before a time, then their index entries.
+local function delete_rows(index, row_key, before)
+  local rows = redis.call('ZRANGEBYSCORE', index, '-inf', '(' .. before)
+  for _, row in ipairs(rows) do
+    redis.call('DEL', row_key(row))
+  end
+  if #rows > 0 then
+    redis.call('ZREMRANGEBYSCORE', index, '-inf', '(' .. before)
+  end
 end
-if #minutes > 0 then
-  redis.call('ZREMRANGEBYSCORE', stats_minutes_key(), '-inf', '(' .. counters_before)
-end
+
+delete_rows(stats_minutes_key(), stats_key, counters_before)
+delete_rows(hourly_hours_key(), hourly_key, hours_before)
 return deleted

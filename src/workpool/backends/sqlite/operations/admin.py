@@ -132,14 +132,18 @@ class Admin(Ending):
         )
         return taken.rowcount == 1
 
-    def purge(self, finished_before: float, limit: int, counters_before: float) -> int:
+    def purge(
+        self, finished_before: float, limit: int, counters_before: float, hours_before: float
+    ) -> int:
         """Delete up to ``limit`` runs finished before the cutoff (steps and keys
-        cascade), and the counters of minutes before ``counters_before``."""
+        cascade), the counters of minutes before ``counters_before`` and those of hours
+        before ``hours_before``."""
         found = self._execute("purgeable_runs", before=finished_before, limit=limit)
         ids = [records.text(row, "id") for row in found.fetchall()]
         self._delete_runs(ids)
         self._execute("delete_completed_batches", before=finished_before, limit=limit)
         self._execute("delete_counters", before=counters_before)
+        self._execute("delete_hour_counters", before=hours_before)
         return len(ids)
 
     def cancel_batch(self, batch_id: str, reason: str | None, limit: int, now: float) -> int | None:

@@ -3,8 +3,8 @@
 A ``Transaction`` holds the connection and the named queries, collects ``woken`` (the
 queues that received runnable work, whose waiting listeners it reads for the backend
 to wake after the commit, see ``waiting.py``), the
-counters this transaction adds (written once per minute and pair by
-``flush_counters``), and caches each queue's settings for the transaction.
+counters this transaction adds (written once per minute and pair, and once per hour and
+pair, by ``flush_counters``), and caches each queue's settings for the transaction.
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ class Transaction:
         self._execute("forget_waiters", addresses=json.dumps(sorted(addresses)))
 
     def flush_counters(self) -> None:
-        """Write the counters this transaction added to, one row per (minute, pair)."""
+        """Write the counters this transaction added to, one row per (minute, pair) and
+        one per (hour, pair)."""
         for (minute, queue, workflow), tally in self._counts.items():
             self._execute(
                 "add_counters",
@@ -86,7 +87,28 @@ class Transaction:
                 workflow=workflow,
                 **dict(zip(COUNTERS, tally, strict=True)),
             )
+        for (hour, queue, workflow), tally in hourly(self._counts).items():
+            self._execute(
+                "add_hour_counters",
+                hour=hour,
+                queue=queue,
+                workflow=workflow,
+                **dict(zip(COUNTERS, tally, strict=True)),
+            )
         self._counts.clear()
+
+
+def hourly(
+    counts: Mapping[tuple[int, str, str], list[float]],
+) -> dict[tuple[int, str, str], list[float]]:
+    """Per-minute tallies summed per (hour, queue, workflow), in key order."""
+    hours: dict[tuple[int, str, str], list[float]] = {}
+    for (minute, queue, workflow), tally in sorted(counts.items()):
+        key = (minute // 3600 * 3600, queue, workflow)
+        total = hours.setdefault(key, [0.0] * len(tally))
+        for index, amount in enumerate(tally):
+            total[index] += amount
+    return hours
 
 
 def settings_from_row(queue: str, row: sqlite3.Row | None) -> QueueSettings:

@@ -90,9 +90,12 @@ local function finished_key() return prefix .. ':finished' end
 local function failures_key() return prefix .. ':failures' end
 
 -- Counters (counters.lua): stats_key, a hash of one minute's counters (minute: its
--- start, a whole number); stats_minutes_key, a sorted set of the minutes that have one.
+-- start, a whole number); stats_minutes_key, a sorted set of the minutes that have one;
+-- hourly_key and hourly_hours_key, the same per hour.
 local function stats_key(minute) return prefix .. ':stats:' .. minute end
 local function stats_minutes_key() return prefix .. ':stats' end
+local function hourly_key(hour) return prefix .. ':hourly:' .. hour end
+local function hourly_hours_key() return prefix .. ':hourly' end
 
 -- Workers (heartbeat.lua): workers_key, a hash of worker id -> JSON text of its record;
 -- workers_expiry_key, a sorted set of worker ids scored by when each record expires.
