@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from workpool.cli.acting import cancel, delete, failures, retry
-from workpool.cli.pausing import pause, resume, run_now
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.migrate import migrate
+from workpool.cli.pausing import pause, resume, run_now
 from workpool.cli.queues import queues
 from workpool.cli.runs import runs, steps
 from workpool.cli.stats import stats, workflows
