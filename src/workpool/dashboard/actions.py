@@ -1,7 +1,8 @@
 """The actions (POST, with a CSRF token): pause, resume and limit a queue; cancel, retry,
-rerun from a step, pause, resume and run now a run. Each answers with a redirect to the page it was taken from
-(so a reload does not repeat it), or, for the run actions without ``confirmed``, a page
-that asks first (the script asks with a dialog instead when JavaScript is on)."""
+rerun from a step, pause, resume and run now a run. Each answers with a redirect to the
+page it was taken from (so a reload does not repeat it), or, for cancel, retry and rerun
+without ``confirmed``, a page that asks first (the script asks with a dialog instead
+when JavaScript is on)."""
 
 from __future__ import annotations
 
