@@ -977,3 +977,33 @@ ORDER BY id DESC;
 -- deleted runs.
 DELETE FROM runs WHERE id = ANY(%(ids)s::text[]) AND status IN ('succeeded', 'failed', 'canceled')
 RETURNING id, workflow, status, error;
+
+-- name: lock_rerunnable
+-- The runs of :ids that are failed or canceled and not re-run yet, locked, smallest id
+-- first (the order every multi-row lock takes).
+SELECT id FROM runs
+WHERE id = ANY(%(ids)s::text[]) AND status IN ('failed', 'canceled') AND retried_as IS NULL
+ORDER BY id
+FOR UPDATE;
+
+-- name: insert_reruns
+-- Store, for each pair of the :ids and :new_ids arrays, run new_id queued at :now, a copy
+-- of run id (as insert_rerun); the runs stored.
+INSERT INTO runs (
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+)
+SELECT
+    pairs.new_id, r.workflow, r.queue, 'queued', r.input, r.retry, r.hooks, %(now)s,
+    %(now)s, r.gate, r.gate_limit, r.gate IS NULL, r.rate_limits, r.id, r.timeout,
+    r.priority, r.rank_offset
+FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
+JOIN runs AS r ON r.id = pairs.id
+ON CONFLICT (id) DO NOTHING
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved, retry_of;
+
+-- name: mark_retried_as_many
+-- Note on each run of the :ids array the run of :new_ids at the same place re-running it.
+UPDATE runs SET retried_as = pairs.new_id
+FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
+WHERE runs.id = pairs.id;
