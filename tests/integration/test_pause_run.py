@@ -21,7 +21,7 @@ async def test_a_paused_run_waits_until_resumed(pool: Workpool) -> None:
     async with fast_worker(pool):
         assert await other.result(timeout=10) == 4
         assert (await pool.get_run(paused.id)).status == "paused"
-        assert (await pool.resume_run(paused.id)).status == "queued"
+        await pool.resume_run(paused.id)  # (a worker may claim it before it is read back)
         assert await paused.result(timeout=10) == 2
 
 
