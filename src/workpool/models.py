@@ -15,13 +15,16 @@ RunState = Literal[
     "running",
     "suspended",
     "needs_attention",
+    "paused",
     "succeeded",
     "failed",
     "canceled",
 ]
 """``suspended``: waiting on a child run or a sleep, holding no worker slot.
 ``needs_attention``: stopped because its saved steps no longer fit its code (its error
-says why), holding no slot, until rerun from a step or canceled."""
+says why), holding no slot, until rerun from a step or canceled.
+``paused``: a queued or scheduled run an operator paused: never started, holding no slot,
+until resumed or canceled."""
 
 
 class RunError(BaseModel):

@@ -12,12 +12,14 @@ from typing import Protocol
 
 from workpool.backends.contract.batches import MAX_FAILED_IDS, Batches, BatchRecord, NewBatch
 from workpool.backends.contract.control import (
+    ACTS_ON,
     CancelResult,
     Control,
     QueueSettings,
     Rerun,
     RerunFromStep,
     RerunStatus,
+    RunAction,
 )
 from workpool.backends.contract.enqueue import Enqueuing
 from workpool.backends.contract.leases import (
@@ -105,6 +107,8 @@ __all__ = [
     "RerunStatus",
     "RerunFromStep",
     "Rerun",
+    "RunAction",
+    "ACTS_ON",
     "Lease",
     "ClaimedRun",
     "WorkflowInfo",

@@ -21,6 +21,7 @@ STATUS_STYLES = {
     "running": "cyan",
     "suspended": "magenta",
     "needs_attention": "bright_red",
+    "paused": "yellow",
     "waiting": "magenta",
     "succeeded": "green",
     "failed": "red",

@@ -8,6 +8,7 @@ from workpool.cli.acting import cancel, delete, failures, retry
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
 from workpool.cli.migrate import migrate
+from workpool.cli.pausing import pause, resume, run_now
 from workpool.cli.queues import queues
 from workpool.cli.runs import runs, steps
 from workpool.cli.stats import stats, workflows
@@ -20,7 +21,7 @@ def cli() -> None:
     """workpool: durable functions on SQLite, PostgreSQL or Redis."""
 
 
-for command in (cancel, retry, delete, failures):
+for command in (cancel, retry, delete, failures, pause, resume, run_now):
     runs.add_command(command)
 cli.add_command(worker)
 cli.add_command(queues)

@@ -50,8 +50,8 @@ OUTPUT_PREVIEW = 200
 @click.group()
 def runs() -> None:
     """List runs, show one, retry, cancel or delete runs (one, or every run a filter
-    selects), see failures by error type, send a run an event, read a value one
-    published."""
+    selects), pause, resume or run now one run, see failures by error type, send a run
+    an event, read a value one published."""
 
 
 @runs.command(name="list")

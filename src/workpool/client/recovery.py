@@ -3,6 +3,8 @@ failed runs grouped by workflow and error type."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime
 from typing import get_args
 
@@ -17,6 +19,11 @@ from workpool.validation import check_name, timestamp_of
 
 BULK_PAGE = 500
 """Candidate runs per atomic backend operation of a bulk action."""
+
+YIELD_RATIO = 1.0
+"""After each page, a bulk action waits this many times the page's own duration, so the
+workers' claims and finishes get the backend (SQLite's one writer, Redis's one script at
+a time) about half the time while it runs (docs/benchmarks.md, issue 26)."""
 
 ORDER = get_args(RunState)
 APPLIES_TO: dict[str, tuple[str, ...]] = {
@@ -80,12 +87,14 @@ class Recovery(Enqueueing):
         while True:
             now = self.settings.clock.now()
             fresh = [new_run_id(now) for _ in range(BULK_PAGE)] if action == "retry" else []
+            started = time.monotonic()
             page = await backend.act_on_runs(
                 action, selection, cursor, BULK_PAGE, now, reason=reason, new_ids=fresh
             )
             total, cursor = total + page.changed, page.cursor
             if cursor is None:
                 return total
+            await asyncio.sleep((time.monotonic() - started) * YIELD_RATIO)
 
     retry_runs_sync = sync_twin(retry_runs, "pool")
     cancel_runs_sync = sync_twin(cancel_runs, "pool")

@@ -1,9 +1,12 @@
-"""The actions (POST, with a CSRF token): pause, resume and limit a queue; cancel, retry
-and rerun from a step a run. Each answers with a redirect to the page it was taken from
-(so a reload does not repeat it), or, for the run actions without ``confirmed``, a page
-that asks first (the script asks with a dialog instead when JavaScript is on)."""
+"""The actions (POST, with a CSRF token): pause, resume and limit a queue; cancel, retry,
+rerun from a step, pause, resume and run now a run. Each answers with a redirect to the
+page it was taken from (so a reload does not repeat it), or, for cancel, retry and rerun
+without ``confirmed``, a page that asks first (the script asks with a dialog instead
+when JavaScript is on)."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -13,6 +16,7 @@ from workpool.app import Workpool
 from workpool.dashboard.forms import read_form
 from workpool.dashboard.pages import base_path, run_path
 from workpool.dashboard.rendering import Renderer
+from workpool.models import Run
 from workpool.validation import parse_count
 
 CANCEL_REASON = "canceled from the dashboard"
@@ -68,6 +72,24 @@ class Actions:
             return self._confirm(request, "rerun", run_id, step)
         await self.pool.rerun(run_id, from_step=step, reason=RERUN_REASON)
         return RedirectResponse(f"{run_path(request, run_id)}?notice=rerun", 303)
+
+    async def pause_run(self, request: Request) -> Response:
+        return await self._act_on_run(request, self.pool.pause_run, "run-paused")
+
+    async def resume_run(self, request: Request) -> Response:
+        return await self._act_on_run(request, self.pool.resume_run, "run-resumed")
+
+    async def run_now(self, request: Request) -> Response:
+        return await self._act_on_run(request, self.pool.run_now, "run-now")
+
+    async def _act_on_run(
+        self, request: Request, act: Callable[[str], Awaitable[Run]], notice: str
+    ) -> Response:
+        """Pause, resume or run now (no confirmation: each is undone by another)."""
+        form = await read_form(request, self.renderer.options)
+        run_id = _field(form, "run_id")
+        await act(run_id)  # RunStateError: 409 with its message
+        return RedirectResponse(f"{run_path(request, run_id)}?notice={notice}", 303)
 
     def _confirm(self, request: Request, action: str, run_id: str, step: str = "") -> Response:
         context = {"nav": "runs", "action": action, "run_id": run_id, "step": step}

@@ -81,6 +81,9 @@ def create_dashboard(
         Route("/actions/cancel", actions.cancel, methods=["POST"]),
         Route("/actions/retry", actions.retry, methods=["POST"]),
         Route("/actions/rerun", actions.rerun, methods=["POST"]),
+        Route("/actions/pause-run", actions.pause_run, methods=["POST"]),
+        Route("/actions/resume-run", actions.resume_run, methods=["POST"]),
+        Route("/actions/run-now", actions.run_now, methods=["POST"]),
         Route("/actions/bulk", bulk.act, methods=["POST"]),
         Mount("/static", StaticFiles(packages=[("workpool.dashboard", "static")]), name="static"),
     ]

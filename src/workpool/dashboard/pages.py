@@ -37,6 +37,9 @@ NOTICES = {
     "finished": "The run had already finished: nothing changed.",
     "retried": "Retried: this new run re-runs the one it is a retry of.",
     "rerun": "Queued again from the chosen step: the steps before it are kept.",
+    "run-paused": "Run paused: no worker starts it until it is resumed.",
+    "run-resumed": "Run resumed in its place.",
+    "run-now": "The run is available now: the next claim of its queue starts it.",
 }
 """The messages an action's redirect may show (``?notice=<key>``): fixed texts only."""
 

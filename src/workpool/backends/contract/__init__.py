@@ -33,7 +33,10 @@ Run states::
                  | wake_at <= now, promoted by claim)--> queued
     running --finish(attention)--> needs_attention (not terminal; holds no gate place)
     needs_attention --rerun_from_step--> queued
-    queued | scheduled | suspended | needs_attention --cancel--> canceled
+    queued | scheduled --act_on_run(pause)--> paused (not terminal; holds no gate place)
+    paused --act_on_run(resume)--> queued (or scheduled, at its kept available_at)
+    scheduled --act_on_run(run_now)--> queued
+    queued | scheduled | suspended | needs_attention | paused --cancel--> canceled
 
 Terminal transitions fire the run's completion hooks (see ``CompletionHook``) in the
 same atomic operation, exactly once. A run that ends ``canceled`` cancels, in the same

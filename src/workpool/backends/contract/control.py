@@ -20,6 +20,16 @@ RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeed
 
 RerunFromStep = Literal["queued", "not_found", "not_stopped", "no_step"]
 
+RunAction = Literal["pause", "resume", "run_now"]
+"""What ``act_on_run`` does to one run."""
+
+ACTS_ON: dict[RunAction, frozenset[str]] = {
+    "pause": frozenset({"queued", "scheduled"}),
+    "resume": frozenset({"paused"}),
+    "run_now": frozenset({"scheduled"}),
+}
+"""The states each ``act_on_run`` action changes; it leaves a run in any other as is."""
+
 
 @dataclass(frozen=True, slots=True)
 class Rerun:
@@ -98,6 +108,25 @@ class Control(Protocol):
         now, through its rate limits and gate, its queue's workers woken; the attempt
         goes on). ``not_found`` (no run), ``not_stopped`` (the run is in another state)
         and ``no_step`` (the run has no step of that name) change nothing.
+        """
+        ...
+
+    async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        """Pause, resume or run now one run, in ONE operation validated before its first
+        write; return the run's status before it (None: no such run). The run changes
+        only if that status is in ``ACTS_ON[action]``:
+
+        - ``pause`` (queued or scheduled) -> ``paused``: out of every queue index (never
+          claimed, promoted or admitted); a gate place it held is freed and the gate
+          admits its next waiting run; a rate reservation it held is dropped (not given
+          back: the limiter's times are not rewound). ``available_at`` is kept. Its
+          deadline still counts: a claim of its queue ends it ``failed`` when due.
+        - ``resume`` (paused) -> queued at its kept ``available_at`` (so at its old rank),
+          through its rate limits and gate as a promoted run is, or ``scheduled`` if
+          ``available_at`` is later than ``now``; its queue's workers are woken.
+        - ``run_now`` (scheduled: a future start or a retry's backoff) -> queued with
+          ``available_at = now``, through its gate, using a rate reservation it holds
+          (without one, it reserves as a promoted run does); attempts are unchanged.
         """
         ...
 

@@ -13,6 +13,7 @@ RunState = Literal[
     "running",
     "suspended",
     "needs_attention",
+    "paused",
     "succeeded",
     "failed",
     "canceled",
@@ -21,7 +22,7 @@ RunState = Literal[
 TERMINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "canceled"})
 
 ACTIVE_STATES: frozenset[str] = frozenset(
-    {"scheduled", "queued", "running", "suspended", "needs_attention"}
+    {"scheduled", "queued", "running", "suspended", "needs_attention", "paused"}
 )
 
 MAX_RANK_OFFSET = 1e12

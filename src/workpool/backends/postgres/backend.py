@@ -33,6 +33,7 @@ from workpool.backends.base import (
     RenewResult,
     Rerun,
     RerunFromStep,
+    RunAction,
     RunPage,
     RunRecord,
     SkippedTickRecord,
@@ -377,6 +378,10 @@ class PostgresBackend(PostgresRecovery):
     ) -> RerunFromStep:
         """See ``Backend.rerun_from_step``."""
         return await self._transact(lambda ops: ops.rerun_from_step(run_id, step, reason, now))
+
+    async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        """See ``Backend.act_on_run``."""
+        return await self._transact(lambda ops: ops.act_on_run(action, run_id, now))
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

@@ -130,7 +130,7 @@ SELECT least(
         WHERE status = 'running' AND queue = wanted.name ORDER BY lease_expires_at LIMIT 1))
         FROM unnest(%(queues)s::text[]) AS wanted (name)),
     (SELECT min((SELECT deadline FROM runs
-        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended', 'paused')
             AND queue = wanted.name ORDER BY deadline LIMIT 1))
         FROM unnest(%(queues)s::text[]) AS wanted (name))
 ) AS wake_at;
@@ -139,7 +139,7 @@ SELECT least(
 -- Up to :batch waiting runs of :queue (not running) whose deadline is at or before :now,
 -- earliest first, with their status, locked (runs_deadlines).
 SELECT id, status FROM runs
-WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended', 'paused')
     AND queue = %(queue)s AND deadline <= %(now)s AND NOT set_aside
 ORDER BY deadline
 LIMIT %(batch)s
@@ -181,7 +181,7 @@ UPDATE runs SET
     wake_at = NULL,
     lease_losses = lease_losses + %(lease_loss)s,
     run_time = run_time + %(ran)s
-WHERE id = %(id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
+WHERE id = %(id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
     batch_id;
@@ -249,7 +249,7 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- name: unfinished_among
 -- How many of the runs :ids exist and have not ended.
 SELECT count(*) AS unfinished FROM runs
-WHERE id = ANY(%(ids)s::text[]) AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
+WHERE id = ANY(%(ids)s::text[]) AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused');
 
 -- name: record_child_outcome
 -- Store child :child's outcome in step :step of run :parent, if the step still awaits it.
@@ -289,6 +289,25 @@ UPDATE runs SET status = 'queued', available_at = %(now)s, admitted = gate IS NU
 WHERE id = %(id)s AND status = 'needs_attention'
 RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 
+-- name: pause_run
+-- Pause run :id if it is queued or scheduled: in no queue index, no reservation held.
+UPDATE runs SET status = 'paused', admitted = false, rate_reserved = false
+WHERE id = %(id)s AND status IN ('queued', 'scheduled');
+
+-- name: resume_run
+-- Queue paused run :id at its available_at (scheduled if that is after :now).
+UPDATE runs SET
+    status = CASE WHEN available_at <= %(now)s THEN 'queued' ELSE 'scheduled' END,
+    admitted = gate IS NULL
+WHERE id = %(id)s AND status = 'paused'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: run_now
+-- Queue scheduled run :id at :now.
+UPDATE runs SET status = 'queued', available_at = %(now)s, admitted = gate IS NULL
+WHERE id = %(id)s AND status = 'scheduled'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
+
 -- name: wake_suspended
 -- Queue run :id at :now if it is suspended; returns its queue when it was.
 UPDATE runs SET status = 'queued', available_at = %(now)s, wake_at = NULL,
@@ -300,7 +319,7 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- Unfinished children of run :id that one of its steps awaits, locked.
 SELECT id, status FROM runs
 WHERE parent_run_id = %(id)s AND parent_step IS NOT NULL
-    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
 ORDER BY id
 FOR UPDATE;
 
@@ -747,7 +766,7 @@ RETURNING
 -- name: cancelable_in_batch
 -- Up to :limit unfinished runs of batch :batch_id without a cancel request, by id, locked.
 SELECT id, status FROM runs
-WHERE batch_id = %(batch_id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
+WHERE batch_id = %(batch_id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
     AND NOT cancel_requested
 ORDER BY id
 LIMIT %(limit)s
@@ -1000,3 +1019,33 @@ ORDER BY id DESC;
 -- deleted runs.
 DELETE FROM runs WHERE id = ANY(%(ids)s::text[]) AND status IN ('succeeded', 'failed', 'canceled')
 RETURNING id, workflow, status, error;
+
+-- name: lock_rerunnable
+-- The runs of :ids that are failed or canceled and not re-run yet, locked, smallest id
+-- first (the order every multi-row lock takes).
+SELECT id FROM runs
+WHERE id = ANY(%(ids)s::text[]) AND status IN ('failed', 'canceled') AND retried_as IS NULL
+ORDER BY id
+FOR UPDATE;
+
+-- name: insert_reruns
+-- Store, for each pair of the :ids and :new_ids arrays, run new_id queued at :now, a copy
+-- of run id (as insert_rerun); the runs stored.
+INSERT INTO runs (
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+)
+SELECT
+    pairs.new_id, r.workflow, r.queue, 'queued', r.input, r.retry, r.hooks, %(now)s,
+    %(now)s, r.gate, r.gate_limit, r.gate IS NULL, r.rate_limits, r.id, r.timeout,
+    r.priority, r.rank_offset
+FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
+JOIN runs AS r ON r.id = pairs.id
+ON CONFLICT (id) DO NOTHING
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved, retry_of;
+
+-- name: mark_retried_as_many
+-- Note on each run of the :ids array the run of :new_ids at the same place re-running it.
+UPDATE runs SET retried_as = pairs.new_id
+FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
+WHERE runs.id = pairs.id;

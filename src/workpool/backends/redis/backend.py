@@ -29,6 +29,7 @@ from workpool.backends.base import (
     Rerun,
     RerunFromStep,
     RerunStatus,
+    RunAction,
     StepRecord,
     TickStarted,
     WorkerRecord,
@@ -397,6 +398,10 @@ class RedisBackend(RedisReads, RedisRecovery):
         if status not in get_args(RerunFromStep):
             raise RuntimeError(f"rerun_from_step.lua returned an unknown result {status!r}")
         return cast(RerunFromStep, status)
+
+    async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        check_now(now)
+        return await self._scripts.act_on_run(codec.seconds(now), run_id, action) or None
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

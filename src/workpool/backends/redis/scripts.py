@@ -45,6 +45,7 @@ OPERATIONS = (
     "purge",
     "rerun",
     "rerun_from_step",
+    "act_on_run",
     "act_on_runs",
     "heartbeat",
     "fail_unserved",
@@ -147,6 +148,7 @@ class Scripts:
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._rerun_from_step = Script(link, tag, "rerun_from_step")
+        self._act_on_run = Script(link, tag, "act_on_run")
         self._act_on_runs = Script(link, tag, "act_on_runs")
         self._heartbeat = Script(link, tag, "heartbeat")
         self._fail_unserved = Script(link, tag, "fail_unserved")
@@ -351,6 +353,10 @@ class Scripts:
     async def rerun_from_step(self, now: str, run_id: str, step: str, note: str) -> str:
         """'queued', 'not_found', 'not_stopped' or 'no_step'; see rerun_from_step.lua."""
         return str(await self._rerun_from_step([now, run_id, step, note]))
+
+    async def act_on_run(self, now: str, run_id: str, action: str) -> str:
+        """The run's status before ('' for no run); see act_on_run.lua."""
+        return str(await self._act_on_run([now, run_id, action]))
 
     async def act_on_runs(self, now: str, options_json: str) -> tuple[int, str | None]:
         """(runs changed, cursor or None)."""

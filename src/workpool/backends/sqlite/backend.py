@@ -32,6 +32,7 @@ from workpool.backends.base import (
     RenewResult,
     Rerun,
     RerunFromStep,
+    RunAction,
     RunPage,
     RunRecord,
     SkippedTickRecord,
@@ -417,6 +418,10 @@ class SQLiteBackend(SQLiteRecovery):
         return await self._transact(
             lambda operations: operations.rerun_from_step(run_id, step, reason, now)
         )
+
+    async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        """See ``Backend.act_on_run``."""
+        return await self._transact(lambda operations: operations.act_on_run(action, run_id, now))
 
     async def wait_for_work(
         self, queues: Sequence[str], timeout: float, *, workflows: Sequence[str] | None = None

@@ -91,7 +91,7 @@ SELECT workflow FROM run_pairs WHERE queue = :queue;
 typeof(id) = 'text' AND typeof(workflow) = 'text' AND typeof(queue) = 'text'
 AND typeof(input) = 'text'
 AND status IN (
-    'scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'succeeded', 'failed',
+    'scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused', 'succeeded', 'failed',
     'canceled'
 )
 AND typeof(attempts) = 'integer' AND attempts BETWEEN -9007199254740991 AND 9007199254740991
@@ -193,7 +193,7 @@ SELECT min(wake_at) AS wake_at FROM (
     UNION ALL
     SELECT (
         SELECT deadline FROM runs
-        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+        WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended', 'paused')
             AND queue = wanted.value
         ORDER BY deadline LIMIT 1
     ) AS wake_at
@@ -204,7 +204,7 @@ SELECT min(wake_at) AS wake_at FROM (
 -- Up to :batch waiting runs of :queue (not running) whose deadline is at or before :now,
 -- earliest first, with their status (runs_deadlines).
 SELECT id, status FROM runs
-WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended')
+WHERE deadline IS NOT NULL AND status IN ('scheduled', 'queued', 'suspended', 'paused')
     AND queue = :queue AND deadline <= :now AND isolate < 2
 ORDER BY deadline
 LIMIT :batch;
@@ -247,7 +247,7 @@ UPDATE runs SET
     wake_at = NULL,
     lease_losses = lease_losses + :lease_loss,
     run_time = run_time + :ran
-WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
+WHERE id = :id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
     batch_id;
@@ -348,12 +348,31 @@ RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
 -- How many of the run ids in the :ids JSON array exist and have not ended.
 SELECT count(*) AS unfinished FROM runs
 WHERE id IN (SELECT value FROM json_each(:ids))
-    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused');
 
 -- name: record_child_outcome
 -- Store child :child's outcome in step :step of run :parent, if the step still awaits it.
 UPDATE steps SET status = :status, output = :output, error = :error, finished_at = :now
 WHERE run_id = :parent AND name = :step AND child_run_id = :child;
+
+-- name: pause_run
+-- Pause run :id if it is queued or scheduled: in no queue index, no reservation held.
+UPDATE runs SET status = 'paused', admitted = 0, rate_reserved = 0
+WHERE id = :id AND status IN ('queued', 'scheduled');
+
+-- name: resume_run
+-- Queue paused run :id at its available_at (scheduled if that is after :now).
+UPDATE runs SET
+    status = CASE WHEN available_at <= :now THEN 'queued' ELSE 'scheduled' END,
+    admitted = gate IS NULL
+WHERE id = :id AND status = 'paused'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
+
+-- name: run_now
+-- Queue scheduled run :id at :now.
+UPDATE runs SET status = 'queued', available_at = :now, admitted = gate IS NULL
+WHERE id = :id AND status = 'scheduled'
+RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: wake_suspended
 -- Queue run :id at :now if it is suspended; returns its queue when it was.
@@ -365,7 +384,7 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 -- Unfinished children of run :id that one of its steps awaits.
 SELECT id, status FROM runs
 WHERE parent_run_id = :id AND parent_step IS NOT NULL
-    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention');
+    AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused');
 
 -- name: child_outcome
 -- Status and outcome fields of run :id (no row: unknown id).
@@ -791,7 +810,7 @@ RETURNING
 -- name: cancelable_in_batch
 -- Up to :limit unfinished runs of batch :batch_id without a cancel request, by id.
 SELECT id, status FROM runs
-WHERE batch_id = :batch_id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention')
+WHERE batch_id = :batch_id AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
     AND cancel_requested = 0
 ORDER BY id
 LIMIT :limit;

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from types import EllipsisType
 
 from workpool.backends.base import (
+    ACTS_ON,
     TERMINAL_STATES,
     QueueSettings,
     Rerun,
     RerunFromStep,
+    RunAction,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -203,6 +205,26 @@ class Admin(Ending):
         note = json.dumps({"step": step, "reason": reason, "at": now})
         await self._wake(await self._all("rerun_stopped", id=run_id, now=now, rerun_from=note), now)
         return "queued"
+
+    async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        """Pause, resume or run now one run if its status allows; return that status."""
+        check_now(now)
+        row = await self._one("run_status", id=run_id)
+        if row is None:
+            return None
+        status = str(row["status"])
+        if status not in ACTS_ON[action]:
+            return status
+        if action == "pause":
+            left = await self._leave_gate(run_id)
+            await self._run("pause_run", id=run_id)
+            await self._fill(*left)
+            return status
+        query = "resume_run" if action == "resume" else "run_now"
+        woken = await self._all(query, id=run_id, now=now)
+        await self._wake(woken, now)
+        self.woken.update(str(row["queue"]) for row in woken)  # a new time to wake at
+        return status
 
 
 def _capacity(settings: QueueSettings) -> float:

@@ -15,7 +15,7 @@ from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import child_outcome
 
-ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention")
+ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention", "paused")
 
 
 class Ending(Batches):

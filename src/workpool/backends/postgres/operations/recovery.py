@@ -32,9 +32,7 @@ class Recovery(Admin):
         chosen = [str(row["id"]) for row in rows if acts_on(action, run_filter, row)]
         changed = len(chosen)
         if action == "retry":
-            fresh = iter(new_ids)
-            reruns = [await self.rerun(run_id, next(fresh), now) for run_id in chosen]
-            changed = sum(rerun.status == "created" for rerun in reruns)
+            changed = await self._rerun_many(chosen, new_ids, now)
         elif action == "cancel":
             changed = 0
             for run_id in chosen:
@@ -48,6 +46,25 @@ class Recovery(Admin):
         elif action == "delete":
             changed = await self._delete_terminal(chosen)
         return BulkPage(changed=changed, cursor=ids[-1] if len(ids) == limit else None)
+
+    async def _rerun_many(self, chosen: list[str], new_ids: Sequence[str], now: float) -> int:
+        """Re-run, as ``rerun`` does, the runs of ``chosen`` still re-runnable, in a few
+        statements whatever their number: lock them, insert their copies, link both
+        ways, then reserve and admit the new runs (once per gate)."""
+        locked = [str(row["id"]) for row in await self._all("lock_rerunnable", ids=chosen)]
+        if len(new_ids) < len(locked):
+            raise ValueError(f"a retry page of {len(locked)} runs needs as many new ids")
+        fresh = list(new_ids[: len(locked)])
+        rows = await self._all("insert_reruns", ids=locked, new_ids=fresh, now=now)
+        if len(rows) < len(locked):
+            raise ValueError("cannot re-run: a run with one of the new ids exists")
+        await self._run("mark_retried_as_many", ids=locked, new_ids=fresh)
+        await self._reserve_starts(rows, now)
+        gates = {(row["gate"], row["gate_limit"]) for row in rows if row["gate"] is not None}
+        for gate, limit in sorted(gates):
+            await self._fill(gate, limit)
+        self.woken.update(str(row["queue"]) for row in rows if row["gate"] is None)
+        return len(rows)
 
     async def _candidates(self, run_filter: RunFilter, cursor: str | None, limit: int) -> list[str]:
         """Up to ``limit`` ids below ``cursor``, largest first, of the runs in the

@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from types import EllipsisType
 
 from workpool.backends.base import (
+    ACTS_ON,
     TERMINAL_STATES,
     QueueSettings,
     Rerun,
     RerunFromStep,
+    RunAction,
     WorkerRecord,
     WorkflowInfo,
 )
@@ -199,6 +201,26 @@ class Admin(Ending):
             self._execute("rerun_stopped", id=run_id, now=now, rerun_from=note).fetchall(), now
         )
         return "queued"
+
+    def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:
+        """Pause, resume or run now one run if its status allows; return that status."""
+        check_now(now)
+        row = self._execute("run_status", id=run_id).fetchone()
+        if row is None:
+            return None
+        status = records.text(row, "status")
+        if status not in ACTS_ON[action]:
+            return status
+        if action == "pause":
+            left = self._leave_gate(run_id)
+            self._execute("pause_run", id=run_id)
+            self._fill(*left)
+            return status
+        query = "resume_run" if action == "resume" else "run_now"
+        woken = self._execute(query, id=run_id, now=now).fetchall()
+        self._wake(woken, now)
+        self.woken.update(str(row["queue"]) for row in woken)  # a new time to wake at
+        return status
 
 
 def _capacity(settings: QueueSettings) -> float:

@@ -16,7 +16,7 @@ from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.batches import Batches
 from workpool.backends.sqlite.operations.transaction import COUNTERS
 
-ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention")
+ACTIVE_ORDER = ("scheduled", "queued", "running", "suspended", "needs_attention", "paused")
 
 
 class Ending(Batches):

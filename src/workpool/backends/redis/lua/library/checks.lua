@@ -4,7 +4,7 @@
 -- half-way.
 
 local RUN_STATES = { scheduled = true, queued = true, running = true, suspended = true,
-  needs_attention = true, succeeded = true, failed = true, canceled = true }
+  needs_attention = true, paused = true, succeeded = true, failed = true, canceled = true }
 local GONE = 'its record is gone (no hash)'  -- for a run id: it names no run
 local EARLIEST, LATEST = -62135596800, 253402300799  -- years 1 and 9999, as Python reads
 

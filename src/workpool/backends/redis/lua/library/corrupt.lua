@@ -64,7 +64,7 @@ local function run_problem(run_id, extra)
 end
 
 local LISTED_STATES = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention',
-  'succeeded', 'failed', 'canceled' }
+  'paused', 'succeeded', 'failed', 'canceled' }
 
 -- Note a corrupt run (problem: run_problem's sentence; fields: its checked fields): once
 -- in corrupt_key, out of its listing indexes and cancelable set when its queue and

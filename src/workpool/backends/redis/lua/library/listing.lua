@@ -28,7 +28,7 @@ local function set_status(run_id, queue, workflow, from, to, ...)
 end
 
 local LISTED_STATUSES = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention',
-  'succeeded', 'failed', 'canceled' }
+  'paused', 'succeeded', 'failed', 'canceled' }
 
 -- Whether id a sorts after id b byte by byte, as Redis orders members (Lua's own
 -- string comparison follows the server's collation locale).
