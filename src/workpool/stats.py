@@ -36,6 +36,8 @@ class Figures:
     suspended: int = 0
     needs_attention: int = 0
     """Runs stopped because their saved steps no longer fit their code (``needs_attention``)."""
+    paused: int = 0
+    """Runs an operator paused: never claimed until resumed (``paused``)."""
     oldest_pending_age: timedelta | None = None
     executions: int = 0
     """Attempts that ended in the window (a suspended attempt has not ended)."""
@@ -191,6 +193,7 @@ def _figures(
         running=sum(pair.running for pair in activity),
         suspended=sum(pair.suspended for pair in activity),
         needs_attention=sum(pair.needs_attention for pair in activity),
+        paused=sum(pair.paused for pair in activity),
         oldest_pending_age=oldest,
         executions=executions,
         completed=completed,

@@ -177,3 +177,15 @@ async def test_run_now_refuses_a_queued_or_paused_run(backend: Backend, clock: M
     await backend.act_on_run("pause", run_id, now + 1)
     assert await backend.act_on_run("run_now", run_id, now + 2) == "paused"
     assert await status_of(backend, run_id) == "paused"
+
+
+async def test_paused_runs_are_counted_apart_in_stats(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    paused, queued = await enqueue_new(backend, now), await enqueue_new(backend, now)
+    await backend.act_on_run("pause", paused, now + 1)
+
+    [pair] = (await backend.get_stats(now - 60, now + 60)).activity
+    assert (pair.paused, pair.queued) == (1, 1), queued
+    await backend.act_on_run("resume", paused, now + 2)
+    [pair] = (await backend.get_stats(now - 60, now + 60)).activity
+    assert (pair.paused, pair.queued) == (0, 2)

@@ -133,6 +133,12 @@ class WorkerMetrics:
             ["queue"],
             registry=registry,
         )
+        self.queue_paused = Gauge(
+            "workpool_queue_paused_runs",
+            "Runs of the queue an operator paused (never claimed until resumed).",
+            ["queue"],
+            registry=registry,
+        )
         self.lease_losses = Counter(
             "workpool_lease_losses",
             "Runs this worker stopped or could not record because their lease was lost.",
@@ -216,6 +222,7 @@ class WorkerMetrics:
             self.queue_running.labels(queue).set(figures.running)
             self.queue_suspended.labels(queue).set(figures.suspended)
             self.queue_needs_attention.labels(queue).set(figures.needs_attention)
+            self.queue_paused.labels(queue).set(figures.paused)
 
     async def watch_queues(
         self, client: Client, queues: Sequence[str], health: BackendHealth

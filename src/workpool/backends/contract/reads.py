@@ -43,6 +43,8 @@ class PairActivity:
     suspended: int
     needs_attention: int = 0
     """Runs stopped because their saved steps no longer fit their code (not terminal)."""
+    paused: int = 0
+    """Runs an operator paused (``pause_run``): never claimed until resumed."""
 
 
 @dataclass(frozen=True, slots=True)

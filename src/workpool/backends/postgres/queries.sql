@@ -601,7 +601,9 @@ SELECT
         AS suspended,
     (SELECT count(*) FROM runs AS r
         WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'needs_attention')
-        AS needs_attention
+        AS needs_attention,
+    (SELECT count(*) FROM runs AS r
+        WHERE r.queue = p.queue AND r.workflow = p.workflow AND r.status = 'paused') AS paused
 FROM run_pairs AS p
 ORDER BY queue, workflow;
 

@@ -92,6 +92,7 @@ class Reads:
                 running=int(row["running"]),
                 suspended=int(row["suspended"]),
                 needs_attention=int(row["needs_attention"]),
+                paused=int(row["paused"]),
             )
             for row in await self.all("pair_activity")
         ]

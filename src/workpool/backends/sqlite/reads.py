@@ -78,6 +78,7 @@ def get_stats(
             running=int(row["running"]),
             suspended=int(row["suspended"]),
             needs_attention=int(row["needs_attention"]),
+            paused=int(row["paused"]),
         )
         for row in connection.execute(queries["pair_activity"])
     ]

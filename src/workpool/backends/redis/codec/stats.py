@@ -31,8 +31,8 @@ def decode_stats(
     """A StatsSnapshot from get_stats.lua's reply (four lists; the workers live at
     ``now``), or CorruptRecordError for a pair or counter it cannot read."""
     active = [
-        PairActivity(*_split(activity[i]), *(int(n) for n in activity[i + 1 : i + 6]))
-        for i in range(0, len(activity), 6)
+        PairActivity(*_split(activity[i]), *(int(n) for n in activity[i + 1 : i + 7]))
+        for i in range(0, len(activity), 7)
     ]
     return StatsSnapshot(
         activity=sorted(active, key=lambda pair: (pair.queue, pair.workflow)),

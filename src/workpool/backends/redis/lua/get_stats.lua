@@ -7,7 +7,8 @@
 --
 -- Returns { activity, counters, oldest, workers }:
 --   activity: flat, per pair that has had a run: pair, then its runs scheduled, queued,
---     running, suspended and needs_attention (ZCARD of its list indexes, see listing.lua)
+--     running, suspended, needs_attention and paused (ZCARD of its list indexes, see
+--     listing.lua)
 --   counters: flat, per "<counter>:<pair>" field written in those minutes: the field,
 --     then its sum over them (a decimal string; see counters.lua)
 --   oldest: flat, per queue of those pairs with claimable runs: the queue, then the
@@ -17,7 +18,7 @@
 --     filters them)
 -- The cost grows with the pairs and the minutes, not with the runs stored.
 
-local ACTIVE = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention' }
+local ACTIVE = { 'scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused' }
 
 local activity, queues = {}, {}
 for _, pair in ipairs(redis.call('SMEMBERS', pairs_key())) do

@@ -1,4 +1,4 @@
--- Migration 0006: the 'paused' state (as SQLite's migration 0019).
+-- Migration 0007: the 'paused' state (as SQLite's migration 0020).
 --
 -- An operator pauses a queued or scheduled run: it leaves every queue index (never
 -- claimed, promoted or admitted) until resumed or canceled; its deadline still counts, so

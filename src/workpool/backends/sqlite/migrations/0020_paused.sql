@@ -1,4 +1,4 @@
--- Migration 0019: the 'paused' state (act_on_run: pause, resume, run now).
+-- Migration 0020: the 'paused' state (act_on_run: pause, resume, run now).
 --
 -- An operator pauses a queued or scheduled run: it leaves every queue index (never
 -- claimed, promoted or admitted) until resumed or canceled; its deadline still counts, so
@@ -94,4 +94,4 @@ CREATE INDEX runs_of_batch ON runs (batch_id, id)
         AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
         AND cancel_requested = 0;
 
-PRAGMA user_version = 19;
+PRAGMA user_version = 20;
