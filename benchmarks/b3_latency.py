@@ -157,7 +157,7 @@ async def run(env: Env) -> Measured:
 WORKLOAD = Workload(
     id="B3",
     title="dispatch latency",
-    backends=("sqlite", "redis"),
+    backends=("sqlite", "redis", "postgres"),
     metrics=(
         MetricSpec(_name("start", 50), "ms", {"redis": Bar("<=", 1.0)}),
         MetricSpec(_name("start", 95), "ms"),
