@@ -112,6 +112,16 @@ ROWS = (
 )
 
 
+BACKENDS = ("redis", "sqlite", "postgres")
+POSTGRES_ROWS = (ENQUEUE, GATHER, DRAIN_ONE, P50, P99)
+"""Issue 24's rows on PostgreSQL (its peers' figures there are these only)."""
+
+
+def rows_of(backend: str) -> tuple[Row, ...]:
+    """The rows measured on ``backend``."""
+    return POSTGRES_ROWS if backend == "postgres" else ROWS
+
+
 def metric(subject: str, row: Row) -> str:
     return f"{subject}: {row.name}"
 
@@ -120,9 +130,9 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
     """Per backend and row: workpool's median, the best peer's (of the row it is compared
     with) and the raw bar's, and workpool over each. ``medians``: (backend, metric)."""
     rows: list[dict[str, Any]] = []
-    for backend in ("redis", "sqlite"):
+    for backend in BACKENDS:
         subjects = [s for s in SUBJECTS if s.backend == backend]
-        for row in ROWS:
+        for row in rows_of(backend):
             mine = medians.get((backend, metric("workpool", row)))
             peers = {
                 s.name: medians[(backend, metric(s.name, row.peers_row))]

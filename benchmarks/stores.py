@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import psutil
 from psycopg import AsyncConnection, sql
 from redis.asyncio import Redis
-from tests.postgres_server import PostgresServer
+from tests.postgres_server import DATABASE, PostgresServer
 from tests.redis_server import RedisServer
 
 from benchmarks.app import pool
@@ -153,11 +153,25 @@ class PostgresTarget:
 
     backend = "postgres"
 
-    def __init__(self, server: PostgresServer, schema: str, connection: AsyncConnection) -> None:
+    def __init__(
+        self, server: PostgresServer, schema: str, connection: AsyncConnection, databases: list[str]
+    ) -> None:
         self.server = server
         self.schema = schema
         self.url = server.url(schema)
         self.connection = connection
+        self._databases = databases
+
+    async def database(self, name: str) -> str:
+        """A new database of this repetition (for a peer: each installs its own tables),
+        dropped with the schema; its ``postgresql://`` URL."""
+        database = f"{self.schema}_{name}"
+        await self.connection.execute(
+            sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database))
+        )
+        self._databases.append(database)
+        url = self.server.url()
+        return url.replace(f"/{DATABASE}?", f"/{database}?", 1)
 
     async def active_count(self, *, scheduled: bool = True) -> int:
         states = ["queued", "running", *(["scheduled"] if scheduled else [])]
@@ -265,6 +279,7 @@ class PostgresStore:
         self.connection = connection
         self._count = 0
         self._schema: str | None = None
+        self._databases: list[str] = []
 
     @classmethod
     async def start(cls) -> PostgresStore:
@@ -283,7 +298,7 @@ class PostgresStore:
         await self._drop()
         self._count += 1
         self._schema = f"bench_{self._count}"
-        return PostgresTarget(self.server, self._schema, self.connection)
+        return PostgresTarget(self.server, self._schema, self.connection, self._databases)
 
     async def version(self) -> str:
         cursor = await self.connection.execute("SHOW server_version")
@@ -291,6 +306,12 @@ class PostgresStore:
         return str(row[0]) if row else "?"
 
     async def _drop(self) -> None:
+        while self._databases:
+            await self.connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    sql.Identifier(self._databases.pop())
+                )
+            )
         if self._schema is not None:
             await self.connection.execute(
                 sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self._schema))

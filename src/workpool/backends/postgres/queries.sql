@@ -148,9 +148,23 @@ SELECT id, cancel_requested, queue, workflow, started_at, gate FROM runs
 WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s AND NOT set_aside
 FOR UPDATE;
 
--- name: gates_of_runs
--- The gate and hooks of the runs :ids (what their ends may admit at).
-SELECT id, gate, hooks FROM runs WHERE id = ANY(%(ids)s::text[]) ORDER BY id;
+-- name: succeed_plain
+-- End the runs :ids (in id order) held under :tokens as succeeded with :outputs at :now, in
+-- one statement: only those that end with nothing else to do (no gate, no hooks, no batch,
+-- no parent, no cancel request), checked here as the row is locked. No row: not ended.
+UPDATE runs SET
+    status = 'succeeded',
+    finished_at = %(now)s,
+    output = coalesce(f.output, runs.output),
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    wake_at = NULL,
+    run_time = runs.run_time + (%(now)s - runs.started_at)
+FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(outputs)s::text[]) AS f (id, token, output)
+WHERE runs.id = f.id AND runs.status = 'running' AND runs.lease_token = f.token
+    AND NOT runs.set_aside AND NOT runs.cancel_requested AND runs.gate IS NULL
+    AND runs.hooks = '[]' AND runs.batch_id IS NULL AND runs.parent_run_id IS NULL
+RETURNING runs.id, runs.queue, runs.workflow, %(now)s - runs.started_at AS ran;
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -792,7 +806,8 @@ SELECT
     timeout, progress, batch_id,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
+    hooks
 FROM runs WHERE id = ANY(%(ids)s::text[]);
 
 -- name: set_aside

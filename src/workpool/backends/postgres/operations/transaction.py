@@ -18,7 +18,7 @@ from workpool.backends.base import Lease, QueueSettings
 
 COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
 """The columns of the counters table (see ``PairCounters``), in tally order."""
-EXECUTIONS, TIMED, RUN_TIME, _, _, _, RETRIED = range(len(COUNTERS))
+EXECUTIONS, TIMED, RUN_TIME, SUCCEEDED, _, _, RETRIED = range(len(COUNTERS))
 
 Row = dict[str, Any]
 
