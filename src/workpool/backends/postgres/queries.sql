@@ -40,6 +40,30 @@ INSERT INTO runs (
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
+-- name: insert_plain_runs
+-- Store new runs given as arrays (no key, gate, rate limit or parent: every column not
+-- named keeps its default), in array order; the ids of those stored (an id already
+-- stored, or repeated in the arrays, is stored once: the first).
+INSERT INTO runs (
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, timeout,
+    priority, rank_offset, trace_context
+)
+SELECT
+    id, workflow, queue, status, input, retry, hooks, %(now)s, available_at, timeout,
+    priority, rank_offset, trace_context
+FROM unnest(
+    %(ids)s::text[], %(workflows)s::text[], %(queues)s::text[], %(statuses)s::text[],
+    %(inputs)s::text[], %(retries)s::text[], %(hooks)s::text[],
+    %(available_at)s::double precision[], %(timeouts)s::double precision[],
+    %(priorities)s::integer[], %(rank_offsets)s::double precision[],
+    %(trace_contexts)s::text[]
+) AS new (
+    id, workflow, queue, status, input, retry, hooks, available_at, timeout, priority,
+    rank_offset, trace_context
+)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
 -- name: promote_due
 -- Make up to :batch scheduled runs of :queue due at :now queued, oldest first.
 UPDATE runs SET status = 'queued', admitted = gate IS NULL
@@ -73,15 +97,21 @@ ORDER BY lease_expires_at
 LIMIT %(batch)s
 FOR UPDATE SKIP LOCKED;
 
--- name: claimable_in_pair
--- Up to :limit claimable runs of (:queue, :workflow) with isolate = :isolate, by rank,
--- locked; runs another claim holds are skipped, not waited for.
-SELECT id, available_at - rank_offset AS rank FROM runs
-WHERE status = 'queued' AND admitted AND queue = %(queue)s AND workflow = %(workflow)s
-    AND isolate = %(isolate)s AND NOT set_aside
-ORDER BY available_at - rank_offset
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+-- name: claimable_in_queue
+-- Up to :limit claimable runs of each of the :workflows in :queue with isolate = :isolate,
+-- by rank, locked (one index seek per workflow, in one statement); runs another claim
+-- holds are skipped, not waited for. The caller keeps the first :limit of them.
+SELECT pick.id, pick.rank
+FROM unnest(%(workflows)s::text[]) AS served (name)
+CROSS JOIN LATERAL (
+    SELECT id, available_at - rank_offset AS rank FROM runs
+    WHERE status = 'queued' AND admitted AND queue = %(queue)s AND workflow = served.name
+        AND isolate = %(isolate)s AND NOT set_aside
+    ORDER BY available_at - rank_offset
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS pick
+ORDER BY pick.rank, pick.id;
 
 -- name: oldest_isolated
 -- The earliest available_at of the first claimable run to isolate (by rank) of each of
@@ -463,12 +493,16 @@ WHERE id = %(id)s;
 UPDATE runs SET rate_reserved = false WHERE id = %(id)s;
 
 -- name: add_counters
--- Add to the counters of (:minute, :queue, :workflow).
+-- Add to the counters of each (minute, queue, workflow) of the arrays (no key twice), in
+-- array order.
 INSERT INTO counters AS c (
     minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
-) VALUES (
-    %(minute)s, %(queue)s, %(workflow)s, %(executions)s, %(timed)s, %(run_time)s,
-    %(succeeded)s, %(failed)s, %(canceled)s, %(retried)s
+)
+SELECT * FROM unnest(
+    %(minutes)s::bigint[], %(queues)s::text[], %(workflows)s::text[],
+    %(executions)s::bigint[], %(timed)s::bigint[], %(run_time)s::double precision[],
+    %(succeeded)s::bigint[], %(failed)s::bigint[], %(canceled)s::bigint[],
+    %(retried)s::bigint[]
 )
 ON CONFLICT (minute, queue, workflow) DO UPDATE SET
     executions = c.executions + excluded.executions,

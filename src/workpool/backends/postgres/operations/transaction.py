@@ -78,13 +78,20 @@ class Transaction:
 
     async def flush_counters(self) -> None:
         """Write the counters this transaction added to, one row per (minute, pair), in
-        key order (so concurrent transactions lock counter rows in one order)."""
-        for (minute, queue, workflow), tally in sorted(self._counts.items()):
-            counts: dict[str, Any] = dict(zip(COUNTERS, tally, strict=True))
-            for name in COUNTERS:
-                if name != "run_time":
-                    counts[name] = int(counts[name])
-            await self._run("add_counters", minute=minute, queue=queue, workflow=workflow, **counts)
+        one statement and in key order (so concurrent transactions lock counter rows in
+        one order)."""
+        if not self._counts:
+            return
+        keys = sorted(self._counts)
+        columns: dict[str, list[Any]] = {
+            "minutes": [minute for minute, _, _ in keys],
+            "queues": [queue for _, queue, _ in keys],
+            "workflows": [workflow for _, _, workflow in keys],
+        }
+        for index, name in enumerate(COUNTERS):
+            values = [self._counts[key][index] for key in keys]
+            columns[name] = values if name == "run_time" else [int(value) for value in values]
+        await self._run("add_counters", **columns)
         self._counts.clear()
 
     async def notify_woken(self) -> None:
