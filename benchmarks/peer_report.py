@@ -117,6 +117,16 @@ POSTGRES_ROWS = (ENQUEUE, GATHER, DRAIN_ONE, P50, P99)
 """Issue 24's rows on PostgreSQL (its peers' figures there are these only)."""
 
 
+POSTGRES_SETTINGS = {
+    ENQUEUE.name: "workpool `await run()`, procrastinate `await defer_async()`, pgqueuer "
+    "`await enqueue()`; DBOS, raw: sync clients",
+    GATHER.name: "workpool, procrastinate, pgqueuer: `asyncio.gather`; DBOS: 100 threads",
+    DRAIN_ONE.name: "10,000 no-ops; workpool --concurrency 10 (its CLI default); procrastinate "
+    "-c 10; pgqueuer, DBOS at their defaults",
+}
+"""The settings of PostgreSQL's rows where they differ from Redis's and SQLite's."""
+
+
 def rows_of(backend: str) -> tuple[Row, ...]:
     """The rows measured on ``backend``."""
     return POSTGRES_ROWS if backend == "postgres" else ROWS
@@ -150,7 +160,9 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
                     "backend": backend,
                     "row": row.name,
                     "unit": row.unit,
-                    "settings": row.settings,
+                    "settings": POSTGRES_SETTINGS.get(row.name, row.settings)
+                    if backend == "postgres"
+                    else row.settings,
                     "workpool": mine,
                     "best_peer": best,
                     "best_peer_value": peers[best],
