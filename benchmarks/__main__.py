@@ -25,10 +25,9 @@ from benchmarks import (
     peers,
 )
 from benchmarks.harness import Env, Workload
-from benchmarks.postgres_store import PostgresStore
 from benchmarks.report import Report, git_state, load_average, machine_info, table, write
 from benchmarks.runner import run_workload
-from benchmarks.stores import RedisStore, SqliteStore, Store
+from benchmarks.stores import PostgresStore, RedisStore, SqliteStore, Store
 from benchmarks.workers import ROOT
 
 WORKLOADS: tuple[Workload, ...] = (
@@ -61,7 +60,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="comma-separated workload ids, e.g. B1,B3 or PEERS (default: all; "
         "--quick: all but B8, B10 and PEERS)",
     )
-    parser.add_argument("--backends", default="sqlite,redis", help="sqlite,redis,postgres")
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="sqlite,redis,postgres")
     parser.add_argument("--repeat", type=int, help="repetitions per figure (3; --quick: 1)")
     parser.add_argument(
         "--retries",
@@ -89,7 +88,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
-    """A SQLite store in ``work``, a private redis-server and PostgreSQL, as needed."""
+    """A SQLite store in ``work``, a private redis-server and a private PostgreSQL server
+    (never the machine's own), as needed."""
     stores: dict[str, Store] = {}
     if "sqlite" in backends:
         (work / "sqlite").mkdir()
@@ -97,7 +97,12 @@ async def open_stores(backends: set[str], work: Path) -> dict[str, Store]:
     if "redis" in backends:
         stores["redis"] = RedisStore()
     if "postgres" in backends:
-        stores["postgres"] = PostgresStore()
+        try:
+            stores["postgres"] = await PostgresStore.start()
+        except BaseException:
+            for store in stores.values():
+                await store.close()
+            raise
     return stores
 
 
@@ -155,7 +160,7 @@ async def main(args: argparse.Namespace) -> int:
         try:
             stores = await open_stores(needed, work)
         except RuntimeError as problem:
-            print(f"cannot start redis-server: {problem}; or run with --backends sqlite")
+            print(f"cannot start a server: {problem}; or run with --backends sqlite")
             return 2
         redis_store = stores.get("redis")
         redis_version, redis_pid = None, None
@@ -167,6 +172,9 @@ async def main(args: argparse.Namespace) -> int:
             started=started_at,
             machine=machine_info(redis_version),
         )
+        postgres_store = stores.get("postgres")
+        if isinstance(postgres_store, PostgresStore):
+            report.machine["postgresql_server"] = await postgres_store.version()
         try:
             for workload in selected:
                 for backend in [b for b in args.backends if b in workload.backends]:

@@ -111,7 +111,7 @@ async def run(env: Env) -> Measured:
 WORKLOAD = Workload(
     id="B1",
     title="enqueue",
-    backends=("sqlite", "redis"),
+    backends=("sqlite", "redis", "postgres"),
     metrics=(
         MetricSpec(ONE, "runs/s", {"redis": Bar(">=", 4_000)}),
         MetricSpec(SYNC, "runs/s"),

@@ -67,7 +67,7 @@ async def run(env: Env) -> Measured:
 WORKLOAD = Workload(
     id="B2",
     title="drain",
-    backends=("sqlite", "redis"),
+    backends=("sqlite", "redis", "postgres"),
     metrics=(
         MetricSpec(ONE, "runs/s"),
         MetricSpec(TWO, "runs/s", {"redis": Bar(">=", 7_000), "sqlite": Bar(">=", 4_000)}),

@@ -58,7 +58,7 @@ async def run(env: Env) -> Measured:
 WORKLOAD = Workload(
     id="B4",
     title="I/O-bound",
-    backends=("sqlite", "redis"),
+    backends=("sqlite", "redis", "postgres"),
     metrics=(
         MetricSpec(RATE, "runs/s"),
         MetricSpec(SHARE, "%", {"sqlite": Bar(">=", 70), "redis": Bar(">=", 70)}),

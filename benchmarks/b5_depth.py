@@ -49,7 +49,7 @@ def deep_size(backend: str, quick: bool) -> int:
     """Runs in the deep backlog (and in the long history)."""
     if backend == "redis":
         return 100_000 if quick else 1_000_000
-    return 20_000 if quick else 100_000
+    return 20_000 if quick else 100_000  # SQLite and PostgreSQL
 
 
 async def park(app: BenchApp, count: int) -> None:
@@ -138,7 +138,7 @@ async def run(env: Env) -> Measured:
 def _metrics() -> tuple[MetricSpec, ...]:
     specs = [MetricSpec(f"enqueue, {config}", "µs/run") for config in CONFIGS]
     specs += [MetricSpec(f"claim+finish, {config}", "runs/s") for config in CONFIGS]
-    bars = {"sqlite": RATIO_BAR, "redis": RATIO_BAR}
+    bars = {"sqlite": RATIO_BAR, "redis": RATIO_BAR, "postgres": RATIO_BAR}
     for cost in ("enqueue", "claim+finish"):
         specs += [MetricSpec(f"{cost} {config}/shallow", "ratio", bars) for config in CONFIGS[1:]]
     specs += [
@@ -151,7 +151,7 @@ def _metrics() -> tuple[MetricSpec, ...]:
 WORKLOAD = Workload(
     id="B5",
     title="queue depth",
-    backends=("sqlite", "redis"),
+    backends=("sqlite", "redis", "postgres"),
     metrics=_metrics(),
     run=run,
 )

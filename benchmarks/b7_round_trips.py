@@ -1,4 +1,5 @@
-"""B7 round trips: Redis commands per no-op run while 2 workers drain, from INFO commandstats.
+"""B7 round trips: Redis commands per no-op run while 2 workers drain, from INFO commandstats
+(on PostgreSQL: statements and transactions per run, see ``b7_postgres``).
 
 Method. ``INFO commandstats`` counts every command executed, including each
 ``redis.call`` inside a Lua script (under the called command's own name). So:
@@ -24,6 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks import b7_postgres
 from benchmarks.harness import (
     Env,
     Workload,
@@ -33,7 +35,7 @@ from benchmarks.harness import (
     wait_drained,
 )
 from benchmarks.stats import Bar, Measured, MetricSpec
-from benchmarks.stores import RedisTarget
+from benchmarks.stores import PostgresTarget, RedisTarget
 from benchmarks.workers import BenchmarkError, workers
 from workpool.backends import redis as redis_backend
 
@@ -93,10 +95,12 @@ def top_level(delta: dict[str, int], in_scripts: frozenset[str]) -> dict[str, in
 
 async def run(env: Env) -> Measured:
     """One repetition on an emptied Redis."""
-    count = 5_000 if env.quick else 10_000
     target = await env.store.fresh()
+    if isinstance(target, PostgresTarget):
+        return await b7_postgres.run(env, target)
     if not isinstance(target, RedisTarget):
-        raise TypeError("B7 runs on Redis only")
+        raise TypeError("B7 runs on Redis and PostgreSQL only")
+    count = 5_000 if env.quick else 10_000
     in_scripts = script_commands()
     async with opened_app(target) as app:
         prepared = [app.noop.prepare(number) for number in range(count)]
@@ -139,12 +143,13 @@ async def run(env: Env) -> Measured:
 WORKLOAD = Workload(
     id="B7",
     title="round trips",
-    backends=("redis",),
+    backends=("redis", "postgres"),
     metrics=(
-        MetricSpec(TOP, "commands/run", {"redis": Bar("<=", 3)}),
-        MetricSpec(TOTAL, "commands/run"),
-        MetricSpec(SERVER_CPU, "µs/run"),
-        MetricSpec(SCRIPT_TIME, "µs/run"),
+        MetricSpec(TOP, "commands/run", {"redis": Bar("<=", 3)}, only="redis"),
+        MetricSpec(TOTAL, "commands/run", only="redis"),
+        MetricSpec(SERVER_CPU, "µs/run", only="redis"),
+        MetricSpec(SCRIPT_TIME, "µs/run", only="redis"),
+        *b7_postgres.METRICS,
     ),
     run=run,
 )

@@ -23,7 +23,7 @@ from benchmarks.report_format import number
 from benchmarks.stats import Bar, Figure, MetricSpec
 from benchmarks.workers import ROOT
 
-COLORS = {"sqlite": "#4c72b0", "redis": "#c44e52"}
+COLORS = {"sqlite": "#4c72b0", "redis": "#c44e52", "postgres": "#55a868"}
 COLUMNS = 3
 LOG_SPAN = 100
 """A panel whose highest value is this many times its lowest median gets a log scale."""

@@ -112,6 +112,26 @@ ROWS = (
 )
 
 
+BACKENDS = ("redis", "sqlite", "postgres")
+POSTGRES_ROWS = (ENQUEUE, GATHER, DRAIN_ONE, P50, P99)
+"""Issue 24's rows on PostgreSQL (its peers' figures there are these only)."""
+
+
+POSTGRES_SETTINGS = {
+    ENQUEUE.name: "workpool `await run()`, procrastinate `await defer_async()`, pgqueuer "
+    "`await enqueue()`; DBOS, raw: sync clients",
+    GATHER.name: "workpool, procrastinate, pgqueuer: `asyncio.gather`; DBOS: 100 threads",
+    DRAIN_ONE.name: "10,000 no-ops; workpool --concurrency 10 (its CLI default); procrastinate "
+    "-c 10; pgqueuer, DBOS at their defaults",
+}
+"""The settings of PostgreSQL's rows where they differ from Redis's and SQLite's."""
+
+
+def rows_of(backend: str) -> tuple[Row, ...]:
+    """The rows measured on ``backend``."""
+    return POSTGRES_ROWS if backend == "postgres" else ROWS
+
+
 def metric(subject: str, row: Row) -> str:
     return f"{subject}: {row.name}"
 
@@ -120,9 +140,9 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
     """Per backend and row: workpool's median, the best peer's (of the row it is compared
     with) and the raw bar's, and workpool over each. ``medians``: (backend, metric)."""
     rows: list[dict[str, Any]] = []
-    for backend in ("redis", "sqlite"):
+    for backend in BACKENDS:
         subjects = [s for s in SUBJECTS if s.backend == backend]
-        for row in ROWS:
+        for row in rows_of(backend):
             mine = medians.get((backend, metric("workpool", row)))
             peers = {
                 s.name: medians[(backend, metric(s.name, row.peers_row))]
@@ -140,7 +160,9 @@ def ratio_rows(medians: Mapping[tuple[str, str], float]) -> list[dict[str, Any]]
                     "backend": backend,
                     "row": row.name,
                     "unit": row.unit,
-                    "settings": row.settings,
+                    "settings": POSTGRES_SETTINGS.get(row.name, row.settings)
+                    if backend == "postgres"
+                    else row.settings,
                     "workpool": mine,
                     "best_peer": best,
                     "best_peer_value": peers[best],

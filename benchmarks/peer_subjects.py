@@ -25,7 +25,7 @@ from typing import Any
 from benchmarks.harness import Env
 from benchmarks.peer_apps.observe import Client
 from benchmarks.stats import percentile
-from benchmarks.stores import SqliteTarget, Target
+from benchmarks.stores import PostgresTarget, SqliteTarget, Target
 from benchmarks.workers import ROOT, BenchmarkError
 
 RATE = 200
@@ -89,6 +89,41 @@ SUBJECTS = (
         raw=True,
     ),
     Peer(
+        "procrastinate",
+        "postgres",
+        "benchmarks.peer_apps.procrastinate_app",
+        ("procrastinate",),
+        "PsycopgConnector, async tasks; worker --concurrency 10 (its default is 1), "
+        "LISTEN/NOTIFY on, jobs kept",
+        sync_client=False,
+    ),
+    Peer(
+        "pgqueuer",
+        "postgres",
+        "benchmarks.peer_apps.pgqueuer_app",
+        ("pgqueuer",),
+        "PsycopgDriver on one connection, async entrypoints; pgq run defaults: "
+        "--batch-size 10, LISTEN/NOTIFY, no concurrency limit",
+        sync_client=False,
+    ),
+    Peer(
+        "dbos",
+        "postgres",
+        "benchmarks.peer_apps.dbos_app",
+        ("dbos",),
+        "DBOSClient.enqueue (sync); a queue at its defaults (polled every 1 s, no worker "
+        "concurrency limit), async workflows, one process",
+    ),
+    Peer(
+        "raw",
+        "postgres",
+        "benchmarks.peer_apps.raw_postgres",
+        ("psycopg",),
+        "INSERT per transaction (a trigger NOTIFYs); 1 consumer process claims 10 per "
+        "UPDATE ... FOR UPDATE SKIP LOCKED RETURNING, marks them done in one more UPDATE",
+        raw=True,
+    ),
+    Peer(
         "huey",
         "sqlite",
         "benchmarks.peer_apps.huey_sqlite",
@@ -117,10 +152,15 @@ def missing(peer: Peer) -> str | None:
     return None
 
 
-def peer_url(peer: Peer, target: Target) -> str:
-    """What the adapter takes: the Redis URL, or a SQLite file beside the target's."""
+async def peer_url(peer: Peer, target: Target) -> str:
+    """What the adapter takes: the Redis URL, a SQLite file beside the target's, or a new
+    PostgreSQL database with the peer's tables installed (its adapter's ``install``)."""
     if isinstance(target, SqliteTarget):
         return str(target.path.with_name(f"{target.path.stem}-{peer.name}.db"))
+    if isinstance(target, PostgresTarget):
+        url = await target.database(peer.name)
+        await importlib.import_module(peer.module).install(url)
+        return url
     return target.url
 
 
@@ -201,7 +241,7 @@ async def open_client(peer: Peer, url: str, task: str = "noop") -> Client:
 async def enqueue_rate(env: Env, peer: Peer, count: int, *, concurrently: bool) -> float:
     """Jobs/s of ``count`` enqueues on an empty store: one at a time, or by 100 callers."""
     target = await env.store.fresh()
-    client = await open_client(peer, peer_url(peer, target))
+    client = await open_client(peer, await peer_url(peer, target))
     try:
         start = time.perf_counter()
         if concurrently:
@@ -239,7 +279,7 @@ async def drain_rate(
     apart their first jobs were.
     """
     target = await env.store.fresh()
-    url = peer_url(peer, target)
+    url = await peer_url(peer, target)
     await fill(peer, url, count, task)
     worker = PeerWorker(peer, url, processes, concurrency, env.log_dir)
     try:
@@ -257,7 +297,7 @@ async def drain_rate(
 async def latency(env: Env, peer: Peer, seconds: float) -> tuple[float, float]:
     """p50 and p99 (ms) of enqueue-to-start at 200 jobs/s on an idle worker (defaults)."""
     target = await env.store.fresh()
-    url = peer_url(peer, target)
+    url = await peer_url(peer, target)
     count = int(RATE * seconds)
     worker = PeerWorker(peer, url, 1, None, env.log_dir)
     client = await open_client(peer, url)

@@ -1,4 +1,5 @@
-"""The stores under test: a fresh SQLite file or an emptied Redis per repetition.
+"""The stores under test: a fresh SQLite file, an emptied Redis or a new PostgreSQL schema
+per repetition.
 
 Each ``Target`` also answers cheap read-only questions without going through
 workpool (how many runs are still active, how big the store is), so the harness can
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
+from psycopg import AsyncConnection, sql
 from redis.asyncio import Redis
+from tests.postgres_server import DATABASE, PostgresServer
 from tests.redis_server import RedisServer
 
 from benchmarks.app import pool
@@ -144,6 +147,65 @@ class RedisTarget:
         """The client belongs to the store; nothing to do."""
 
 
+class PostgresTarget:
+    """A new schema of the suite's PostgreSQL server; ``active_count`` reads the partial
+    indexes of queued, running (and scheduled) runs over the harness's own connection."""
+
+    backend = "postgres"
+
+    def __init__(
+        self, server: PostgresServer, schema: str, connection: AsyncConnection, databases: list[str]
+    ) -> None:
+        self.server = server
+        self.schema = schema
+        self.url = server.url(schema)
+        self.connection = connection
+        self._databases = databases
+
+    async def database(self, name: str) -> str:
+        """A new database of this repetition (for a peer: each installs its own tables),
+        dropped with the schema; its ``postgresql://`` URL."""
+        database = f"{self.schema}_{name}"
+        await self.connection.execute(
+            sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database))
+        )
+        self._databases.append(database)
+        url = self.server.url()
+        return url.replace(f"/{DATABASE}?", f"/{database}?", 1)
+
+    async def active_count(self, *, scheduled: bool = True) -> int:
+        states = ["queued", "running", *(["scheduled"] if scheduled else [])]
+        # One count per status (each an index-only read of that status's partial index,
+        # see migrations/0001_initial.sql), never a scan of the finished runs.
+        total = 0
+        for state in states:
+            query = sql.SQL("SELECT count(*) FROM {}.runs WHERE status = %s").format(
+                sql.Identifier(self.schema)
+            )
+            cursor = await self.connection.execute(query, (state,))
+            row = await cursor.fetchone()
+            total += int(row[0]) if row else 0
+        return total
+
+    async def workers_idle(self, processes: list[psutil.Process]) -> bool:
+        # A worker listens (one connection per process) once it has claimed and found
+        # nothing; then its CPU goes quiet.
+        cursor = await self.connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'idle'",
+            (f'LISTEN "%{self.schema}"',),
+        )
+        row = await cursor.fetchone()
+        if row is None or int(row[0]) < len(processes):
+            return False
+        before = [_cpu_seconds(process) for process in processes]
+        await asyncio.sleep(0.15)
+        after = [_cpu_seconds(process) for process in processes]
+        return all(b - a < 0.005 for a, b in zip(before, after, strict=True))
+
+    async def close(self) -> None:
+        """The connection belongs to the store; nothing to do."""
+
+
 class Store(Protocol):
     """Hands out a fresh, empty Target of one backend."""
 
@@ -203,3 +265,62 @@ class RedisStore:
 def _cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return float(times.user + times.system)
+
+
+class PostgresStore:
+    """A private PostgreSQL server (tests/postgres_server.py), durable as production runs
+    it (fsync and synchronous commits on), with pg_stat_statements loaded for B7; each
+    repetition gets a new schema and the previous one is dropped."""
+
+    backend = "postgres"
+
+    def __init__(self, connection: AsyncConnection, server: PostgresServer) -> None:
+        self.server = server
+        self.connection = connection
+        self._count = 0
+        self._schema: str | None = None
+        self._databases: list[str] = []
+
+    @classmethod
+    async def start(cls) -> PostgresStore:
+        server = PostgresServer(
+            durable=True, settings={"shared_preload_libraries": "pg_stat_statements"}
+        ).start()
+        try:
+            connection = await AsyncConnection.connect(server.conninfo(), autocommit=True)
+            await connection.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        except BaseException:
+            server.remove()
+            raise
+        return cls(connection, server)
+
+    async def fresh(self) -> PostgresTarget:
+        await self._drop()
+        self._count += 1
+        self._schema = f"bench_{self._count}"
+        return PostgresTarget(self.server, self._schema, self.connection, self._databases)
+
+    async def version(self) -> str:
+        cursor = await self.connection.execute("SHOW server_version")
+        row = await cursor.fetchone()
+        return str(row[0]) if row else "?"
+
+    async def _drop(self) -> None:
+        while self._databases:
+            await self.connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                    sql.Identifier(self._databases.pop())
+                )
+            )
+        if self._schema is not None:
+            await self.connection.execute(
+                sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self._schema))
+            )
+            self._schema = None
+
+    async def close(self) -> None:
+        try:
+            await self._drop()
+            await self.connection.close()
+        finally:
+            self.server.remove()

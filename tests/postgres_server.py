@@ -19,6 +19,7 @@ import pwd
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import quote
@@ -86,10 +87,13 @@ class PostgresServer:
     it (``mode``: pg_ctl's smart, fast or immediate) and ``start()`` again restarts it on
     the same socket; ``remove()`` stops it and deletes its directory. A context manager.
     ``durable=True`` keeps fsync and synchronous commits on (the defaults), for tests
-    that stop it with ``immediate`` and count on what it acknowledged."""
+    that stop it with ``immediate`` and count on what it acknowledged (and for the
+    benchmarks, which measure what a production server pays). ``settings``: more
+    ``postgresql.conf`` lines (e.g. ``shared_preload_libraries``), over the defaults."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, settings: Mapping[str, str] | None = None) -> None:
         self.durable = durable
+        self.settings = dict(settings or {})
         self.bindir = postgres_bindir()
         self.port = free_port()
         self._user = _server_user()
@@ -138,6 +142,7 @@ class PostgresServer:
             )
             with (self.data / "postgresql.conf").open("a") as conf:
                 settings = SETTINGS if self.durable else {**SETTINGS, **NOT_DURABLE}
+                settings = {**settings, **self.settings}
                 for name, value in settings.items():
                     conf.write(f"{name} = '{value}'\n")
                 conf.write(f"unix_socket_directories = '{self.directory}'\n")

@@ -18,11 +18,12 @@ The clients the harness drives (``Client``) live here too, beside the task they 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -128,3 +129,24 @@ class SyncClient:
 
     async def close(self) -> None:
         self._close()
+
+
+class AsyncClient:
+    """A peer whose client is async: ``await send(x)`` enqueues; its concurrent callers
+    are rounds of ``CALLERS`` calls under ``asyncio.gather``, as B1's."""
+
+    def __init__(
+        self, send: Callable[[float], Awaitable[Any]], close: Callable[[], Awaitable[Any]]
+    ) -> None:
+        self.send = send
+        self._close = close
+
+    async def enqueue(self, x: float) -> None:
+        await self.send(x)
+
+    async def enqueue_concurrently(self, xs: Sequence[float]) -> None:
+        for first in range(0, len(xs), CALLERS):
+            await asyncio.gather(*(self.send(x) for x in xs[first : first + CALLERS]))
+
+    async def close(self) -> None:
+        await self._close()

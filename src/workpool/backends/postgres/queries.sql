@@ -40,6 +40,30 @@ INSERT INTO runs (
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
+-- name: insert_plain_runs
+-- Store new runs given as arrays (no key, gate, rate limit or parent: every column not
+-- named keeps its default), in array order; the ids of those stored (an id already
+-- stored, or repeated in the arrays, is stored once: the first).
+INSERT INTO runs (
+    id, workflow, queue, status, input, retry, hooks, created_at, available_at, timeout,
+    priority, rank_offset, trace_context, deadline
+)
+SELECT
+    id, workflow, queue, status, input, retry, hooks, %(now)s, available_at, timeout,
+    priority, rank_offset, trace_context, deadline
+FROM unnest(
+    %(ids)s::text[], %(workflows)s::text[], %(queues)s::text[], %(statuses)s::text[],
+    %(inputs)s::text[], %(retries)s::text[], %(hooks)s::text[],
+    %(available_at)s::double precision[], %(timeouts)s::double precision[],
+    %(priorities)s::integer[], %(rank_offsets)s::double precision[],
+    %(trace_contexts)s::text[], %(deadlines)s::double precision[]
+) AS new (
+    id, workflow, queue, status, input, retry, hooks, available_at, timeout, priority,
+    rank_offset, trace_context, deadline
+)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
+
 -- name: promote_due
 -- Make up to :batch scheduled runs of :queue due at :now queued, oldest first.
 UPDATE runs SET status = 'queued', admitted = gate IS NULL
@@ -73,15 +97,21 @@ ORDER BY lease_expires_at
 LIMIT %(batch)s
 FOR UPDATE SKIP LOCKED;
 
--- name: claimable_in_pair
--- Up to :limit claimable runs of (:queue, :workflow) with isolate = :isolate, by rank,
--- locked; runs another claim holds are skipped, not waited for.
-SELECT id, available_at - rank_offset AS rank FROM runs
-WHERE status = 'queued' AND admitted AND queue = %(queue)s AND workflow = %(workflow)s
-    AND isolate = %(isolate)s AND NOT set_aside
-ORDER BY available_at - rank_offset
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED;
+-- name: claimable_in_queue
+-- Up to :limit claimable runs of each of the :workflows in :queue with isolate = :isolate,
+-- by rank, locked (one index seek per workflow, in one statement); runs another claim
+-- holds are skipped, not waited for. The caller keeps the first :limit of them.
+SELECT pick.id, pick.rank
+FROM unnest(%(workflows)s::text[]) AS served (name)
+CROSS JOIN LATERAL (
+    SELECT id, available_at - rank_offset AS rank FROM runs
+    WHERE status = 'queued' AND admitted AND queue = %(queue)s AND workflow = served.name
+        AND isolate = %(isolate)s AND NOT set_aside
+    ORDER BY available_at - rank_offset
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS pick
+ORDER BY pick.rank, pick.id;
 
 -- name: oldest_isolated
 -- The earliest available_at of the first claimable run to isolate (by rank) of each of
@@ -163,9 +193,23 @@ SELECT id, cancel_requested, queue, workflow, started_at, gate FROM runs
 WHERE id = %(id)s AND status = 'running' AND lease_token = %(token)s AND NOT set_aside
 FOR UPDATE;
 
--- name: gates_of_runs
--- The gate and hooks of the runs :ids (what their ends may admit at).
-SELECT id, gate, hooks FROM runs WHERE id = ANY(%(ids)s::text[]) ORDER BY id;
+-- name: succeed_plain
+-- End the runs :ids (in id order) held under :tokens as succeeded with :outputs at :now, in
+-- one statement: only those that end with nothing else to do (no gate, no hooks, no batch,
+-- no parent, no cancel request), checked here as the row is locked. No row: not ended.
+UPDATE runs SET
+    status = 'succeeded',
+    finished_at = %(now)s,
+    output = coalesce(f.output, runs.output),
+    lease_token = NULL,
+    lease_expires_at = NULL,
+    wake_at = NULL,
+    run_time = runs.run_time + (%(now)s - runs.started_at)
+FROM unnest(%(ids)s::text[], %(tokens)s::text[], %(outputs)s::text[]) AS f (id, token, output)
+WHERE runs.id = f.id AND runs.status = 'running' AND runs.lease_token = f.token
+    AND NOT runs.set_aside AND NOT runs.cancel_requested AND runs.gate IS NULL
+    AND runs.hooks = '[]' AND runs.batch_id IS NULL AND runs.parent_run_id IS NULL
+RETURNING runs.id, runs.queue, runs.workflow, %(now)s - runs.started_at AS ran;
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -518,12 +562,16 @@ WHERE id = %(id)s;
 UPDATE runs SET rate_reserved = false WHERE id = %(id)s;
 
 -- name: add_counters
--- Add to the counters of (:minute, :queue, :workflow).
+-- Add to the counters of each (minute, queue, workflow) of the arrays (no key twice), in
+-- array order.
 INSERT INTO counters AS c (
     minute, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
-) VALUES (
-    %(minute)s, %(queue)s, %(workflow)s, %(executions)s, %(timed)s, %(run_time)s,
-    %(succeeded)s, %(failed)s, %(canceled)s, %(retried)s
+)
+SELECT * FROM unnest(
+    %(minutes)s::bigint[], %(queues)s::text[], %(workflows)s::text[],
+    %(executions)s::bigint[], %(timed)s::bigint[], %(run_time)s::double precision[],
+    %(succeeded)s::bigint[], %(failed)s::bigint[], %(canceled)s::bigint[],
+    %(retried)s::bigint[]
 )
 ON CONFLICT (minute, queue, workflow) DO UPDATE SET
     executions = c.executions + excluded.executions,
@@ -535,12 +583,16 @@ ON CONFLICT (minute, queue, workflow) DO UPDATE SET
     retried = c.retried + excluded.retried;
 
 -- name: add_hour_counters
--- Add to the counters of (:hour, :queue, :workflow).
+-- Add to the counters of each (hour, queue, workflow) of the arrays (no key twice), in
+-- array order.
 INSERT INTO hour_counters AS c (
     hour, queue, workflow, executions, timed, run_time, succeeded, failed, canceled, retried
-) VALUES (
-    %(hour)s, %(queue)s, %(workflow)s, %(executions)s, %(timed)s, %(run_time)s,
-    %(succeeded)s, %(failed)s, %(canceled)s, %(retried)s
+)
+SELECT * FROM unnest(
+    %(hours)s::bigint[], %(queues)s::text[], %(workflows)s::text[],
+    %(executions)s::bigint[], %(timed)s::bigint[], %(run_time)s::double precision[],
+    %(succeeded)s::bigint[], %(failed)s::bigint[], %(canceled)s::bigint[],
+    %(retried)s::bigint[]
 )
 ON CONFLICT (hour, queue, workflow) DO UPDATE SET
     executions = c.executions + excluded.executions,
@@ -912,7 +964,8 @@ SELECT
     timeout, progress, batch_id, deadline, rerun_from,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
+    hooks
 FROM runs WHERE id = ANY(%(ids)s::text[]);
 
 -- name: set_aside

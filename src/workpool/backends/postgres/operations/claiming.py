@@ -1,15 +1,13 @@
 """``claim``: promote due runs, reap expired leases, then lease the first claimable runs.
 
-The claimable runs of a (queue, workflow) are read from the partial index
-``runs_claimable`` with ``FOR UPDATE SKIP LOCKED``: concurrent claims take different runs
-without waiting for each other, each an index seek of ``limit`` entries per served
-workflow, whatever the depth of the queue.
+The claimable runs of a queue are read from the partial index ``runs_claimable`` with
+``FOR UPDATE SKIP LOCKED``: concurrent claims take different runs without waiting for
+each other, each an index seek of ``limit`` entries per served workflow (all in one
+statement), whatever the depth of the queue.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Mapping, Sequence
 
 from workpool.backends.base import ClaimedRun, ClaimResult, SetAside
@@ -91,22 +89,18 @@ class Claiming(Ending):
         self, queue: str, workflows: Sequence[str], limit: int, *, isolate: bool
     ) -> list[str]:
         """Up to ``limit`` claimable run ids of the workflows in ``queue``, smallest rank
-        first: one index seek of ``limit`` rows per workflow, merged. The rows beyond
-        ``limit`` stay locked until the claim commits."""
-        ranges = [
-            [
-                (float(row["rank"]), str(row["id"]))
-                for row in await self._all(
-                    "claimable_in_pair",
-                    queue=queue,
-                    workflow=workflow,
-                    isolate=isolate,
-                    limit=limit,
-                )
-            ]
-            for workflow in workflows
-        ]
-        return [run_id for _, run_id in itertools.islice(heapq.merge(*ranges), limit)]
+        first: one index seek of ``limit`` rows per workflow, in one statement. The rows
+        beyond ``limit`` stay locked until the claim commits."""
+        if not workflows:
+            return []
+        rows = await self._all(
+            "claimable_in_queue",
+            queue=queue,
+            workflows=list(workflows),
+            isolate=isolate,
+            limit=limit,
+        )
+        return [str(row["id"]) for row in rows[:limit]]
 
     async def _claim_isolated(
         self, served: Mapping[str, list[str]], lease: tuple[str, float, float]
@@ -180,6 +174,8 @@ class Claiming(Ending):
     async def _sound(self, ids: Sequence[str]) -> list[str]:
         """The runs of ``ids`` whose record can be trusted, in order; each other one is
         set aside (see the ``set_aside`` query), its gate place freed, and noted."""
+        if not ids:
+            return []
         checked = await self._checked_rows(ids)
         for run_id, (problem, row) in checked.items():
             if problem is not None:

@@ -26,9 +26,43 @@ class Enqueueing(Batches):
         batch, if they have one."""
         check_new_runs(runs, now)
         batch_id, new_batch = await self._batch_of(runs, batch, added_by)
-        stored = [await self._enqueue_one(run, now) for run in runs]
+        if all(_plain(run) for run in runs):
+            stored = await self._insert_plain(runs, now)
+        else:
+            stored = [await self._enqueue_one(run, now) for run in runs]
         if batch_id is not None:
             await self._stored_in_batch(batch_id, new_batch, stored, now)
+        return stored
+
+    async def _insert_plain(self, runs: Sequence[NewRun], now: float) -> list[Enqueued]:
+        """Store runs that need nothing but their row, all in one INSERT (as
+        ``_enqueue_one`` would one by one: an id already stored, or repeated, is stored
+        once, by its first occurrence)."""
+        rows = await self._all(
+            "insert_plain_runs",
+            ids=[run.id for run in runs],
+            workflows=[run.workflow for run in runs],
+            queues=[run.queue for run in runs],
+            statuses=["queued" if run.available_at <= now else "scheduled" for run in runs],
+            inputs=[run.input for run in runs],
+            retries=[run.retry for run in runs],
+            hooks=[records.encode_hooks(run.hooks) for run in runs],
+            available_at=[run.available_at for run in runs],
+            timeouts=[run.timeout for run in runs],
+            priorities=[run.priority for run in runs],
+            rank_offsets=[run.rank_offset for run in runs],
+            trace_contexts=[run.trace_context for run in runs],
+            deadlines=[run.deadline for run in runs],
+            now=now,
+        )
+        fresh = {str(row["id"]) for row in rows}
+        stored: list[Enqueued] = []
+        for run in runs:
+            created = run.id in fresh
+            fresh.discard(run.id)
+            if created:
+                self.woken.add(run.queue)
+            stored.append(Enqueued(run_id=run.id, created=created))
         return stored
 
     async def _enqueue_one(
@@ -158,3 +192,14 @@ class Enqueueing(Batches):
             self.woken.add(run.queue)
         else:
             await self._fill(gate, run.max_concurrency)
+
+
+def _plain(run: NewRun) -> bool:
+    """Whether storing the run is its row and nothing else (no idempotency key, debounce,
+    gate or rate limit to look at or take)."""
+    return (
+        run.idempotency_key is None
+        and run.debounce_key is None
+        and run.max_concurrency is None
+        and not run.rate_limits
+    )

@@ -5,6 +5,7 @@ and ``release``. Each reads the held run ``FOR UPDATE`` before writing it.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from workpool.backends.base import Finish, Lease, RenewResult
@@ -14,6 +15,7 @@ from workpool.backends.postgres.operations.transaction import (
     EXECUTIONS,
     RETRIED,
     RUN_TIME,
+    SUCCEEDED,
     TIMED,
     Row,
 )
@@ -54,24 +56,59 @@ class Finishing(Ending):
         return RenewResult(frozenset(lost), frozenset(canceled), canceled_by)
 
     async def finish(self, finishes: Sequence[Finish], now: float) -> list[bool]:
-        """Apply each entry whose lease is held; False for the others. The gates their
-        ends may admit at are locked first, in one order for every transaction (a batch
-        ending a hook's run, then a run whose hook is gated, locked them in the other
-        order than a batch of the latter alone: deadlocks, each a second's wait)."""
+        """Apply each entry whose lease is held; False for the others. One read of the
+        runs first: the corrupt ones are left alone (a run whose row is corrupt is not
+        finished: its lease expires, and the claim that reaps it sets it aside), and the
+        gates their ends may admit at are locked, in one order for every transaction (a
+        batch ending a hook's run, then a run whose hook is gated, locked them in the
+        other order than a batch of the latter alone: deadlocks, each a second's wait).
+        The successes with nothing else to do end in one statement (``_succeed_plain``);
+        the other entries one by one."""
         check_finishes(finishes, now)
-        await self._lock_gates_of([entry.lease.run_id for entry in finishes])
-        # A run whose row is corrupt is not finished: its lease expires, and the claim
-        # that reaps it sets it aside.
-        corrupt = await self._corrupt_among([entry.lease.run_id for entry in finishes])
+        checked = await self._checked_rows([entry.lease.run_id for entry in finishes])
+        await self._lock_gates_of([row for _, row in checked.values()])
+        corrupt = {run_id for run_id, (problem, _) in checked.items() if problem is not None}
+        done = await self._succeed_plain(finishes, checked, now)
         return [
-            entry.lease.run_id not in corrupt and await self._finish_one(entry, now)
+            entry.lease.run_id in done
+            or (entry.lease.run_id not in corrupt and await self._finish_one(entry, now))
             for entry in finishes
         ]
 
-    async def _lock_gates_of(self, run_ids: Sequence[str]) -> None:
+    async def _succeed_plain(
+        self, finishes: Sequence[Finish], checked: Mapping[str, tuple[str | None, Row]], now: float
+    ) -> set[str]:
+        """End as succeeded, in one UPDATE, the entries whose run (as read) has no gate,
+        hooks, batch, parent or cancel request, and no progress to store; the UPDATE
+        checks all that and the lease again as it locks each row. The ids it ended."""
+        counts = Counter(entry.lease.run_id for entry in finishes)
+        plain = sorted(
+            (entry for entry in finishes if _plain(entry, checked, counts)),
+            key=lambda entry: entry.lease.run_id,
+        )
+        if not plain:
+            return set()
+        rows = await self._all(
+            "succeed_plain",
+            ids=[entry.lease.run_id for entry in plain],
+            tokens=[entry.lease.token for entry in plain],
+            outputs=[entry.output for entry in plain],
+            now=now,
+        )
+        for row in rows:
+            queue, workflow = str(row["queue"]), str(row["workflow"])
+            await self._left_running(queue)
+            tally = self._tally(queue, workflow, now)
+            tally[EXECUTIONS] += 1
+            tally[TIMED] += 1
+            tally[RUN_TIME] += float(row["ran"])
+            tally[SUCCEEDED] += 1
+        return {str(row["id"]) for row in rows}
+
+    async def _lock_gates_of(self, rows: Sequence[Row]) -> None:
         """Lock the gates of the runs and of their gated hooks, in name order."""
         gates: set[str] = set()
-        for row in await self._all("gates_of_runs", ids=list(run_ids)):
+        for row in rows:
             if row["gate"] is not None:
                 gates.add(str(row["gate"]))
             gates.update(
@@ -168,3 +205,23 @@ class Finishing(Ending):
                 await self._end(lease.run_id, "canceled", now)
             else:
                 await self._requeue(lease.run_id, now, lease_loss=0, resume=not attempt_used)
+
+
+def _plain(
+    entry: Finish, checked: Mapping[str, tuple[str | None, Row]], counts: Counter[str]
+) -> bool:
+    """Whether the entry is a success with nothing to do but end its run (as read)."""
+    if entry.status != "succeeded" or entry.progress is not None:
+        return False
+    if counts[entry.lease.run_id] != 1 or entry.lease.run_id not in checked:
+        return False
+    problem, row = checked[entry.lease.run_id]
+    return (
+        problem is None
+        and row["status"] == "running"
+        and not row["cancel_requested"]
+        and row["gate"] is None
+        and row["hooks"] == "[]"
+        and row["batch_id"] is None
+        and row["parent_run_id"] is None
+    )

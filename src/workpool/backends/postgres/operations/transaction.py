@@ -18,7 +18,7 @@ from workpool.backends.sqlite.operations.transaction import hourly
 
 COUNTERS = ("executions", "timed", "run_time", "succeeded", "failed", "canceled", "retried")
 """The columns of the counters table (see ``PairCounters``), in tally order."""
-EXECUTIONS, TIMED, RUN_TIME, _, _, _, RETRIED = range(len(COUNTERS))
+EXECUTIONS, TIMED, RUN_TIME, SUCCEEDED, _, _, RETRIED = range(len(COUNTERS))
 
 Row = dict[str, Any]
 
@@ -111,9 +111,9 @@ class Transaction:
         return self._failures.setdefault((workflow, error_type), FailureTally())
 
     async def flush_counters(self) -> None:
-        """Write the failure groups and the counters this transaction changed: one row per
-        group, then per (minute, pair), then per (hour, pair), each in key order (so
-        concurrent transactions lock their rows in one order)."""
+        """Write the failure groups and the counters this transaction changed: the groups
+        one row each, then the minutes' and the hours' counters one statement each, every
+        set in key order (so concurrent transactions lock their rows in one order)."""
         for (workflow, error_type), change in sorted(self._failures.items()):
             if change.removed:
                 await self._run(
@@ -132,23 +132,27 @@ class Transaction:
         if self._failures:
             await self._run("drop_empty_failure_groups")
         self._failures.clear()
-        for (minute, queue, workflow), tally in sorted(self._counts.items()):
-            await self._run(
-                "add_counters", minute=minute, queue=queue, workflow=workflow, **_counts(tally)
-            )
-        for (hour, queue, workflow), tally in hourly(self._counts).items():
-            await self._run(
-                "add_hour_counters", hour=hour, queue=queue, workflow=workflow, **_counts(tally)
-            )
+        if not self._counts:
+            return
+        await self._run("add_counters", **_columns(self._counts, "minutes"))
+        await self._run("add_hour_counters", **_columns(hourly(self._counts), "hours"))
         self._counts.clear()
 
 
-def _counts(tally: list[float]) -> dict[str, Any]:
-    """A tally as the named parameters of ``add_counters``: whole counts, and run time."""
-    return {
-        name: amount if name == "run_time" else int(amount)
-        for name, amount in zip(COUNTERS, tally, strict=True)
+def _columns(counts: Mapping[tuple[int, str, str], list[float]], period: str) -> dict[str, Any]:
+    """Tallies by (period start, queue, workflow) as the array parameters of
+    ``add_counters`` (``period`` "minutes") or ``add_hour_counters`` ("hours"), in key
+    order: whole counts, and run time."""
+    keys = sorted(counts)
+    columns: dict[str, list[Any]] = {
+        period: [start for start, _, _ in keys],
+        "queues": [queue for _, queue, _ in keys],
+        "workflows": [workflow for _, _, workflow in keys],
     }
+    for index, name in enumerate(COUNTERS):
+        values = [counts[key][index] for key in keys]
+        columns[name] = values if name == "run_time" else [int(value) for value in values]
+    return columns
 
 
 @dataclass(slots=True)
