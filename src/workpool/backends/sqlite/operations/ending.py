@@ -11,6 +11,7 @@ import math
 import sqlite3
 
 from workpool.backends.base import TERMINAL_STATES, CancelResult, StepStatus
+from workpool.backends.rerunning import hook_run_id
 from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.batches import Batches
@@ -123,7 +124,8 @@ class Ending(Batches):
             if hook.on_failure_only and status != "failed":
                 continue
             input_json = records.hook_input(ended, hook.context)
-            self._enqueue_hook_run(f"{run_id}-{index}", hook, input_json, now)
+            hook_id = hook_run_id(run_id, index, records.optional_text(ended, "rerun_from"))
+            self._enqueue_hook_run(hook_id, hook, input_json, now)
 
     def _requeue(self, run_id: str, now: float, *, lease_loss: int, resume: bool = False) -> None:
         left = self._leave_gate(run_id)
