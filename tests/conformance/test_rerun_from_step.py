@@ -130,3 +130,15 @@ async def test_refusals_change_nothing(backend: Backend, clock: ManualClock) -> 
     run = await fetch(backend, run_id)
     assert (run.status, run.rerun_from) == ("succeeded", None)
     assert len(await backend.get_steps(run_id)) == 1
+
+
+async def test_a_run_already_retried_as_a_new_run_is_refused(
+    backend: Backend, clock: ManualClock
+) -> None:
+    now = clock.now()
+    run_id = (await ended_run(backend, now, "failed")).lease.run_id
+    assert (await backend.rerun(run_id, "the-copy", now + 6)).status == "created"
+
+    assert await backend.rerun_from_step(run_id, "c", "", now + 7) == "linked"
+    assert (await fetch(backend, run_id)).status == "failed"
+    assert len(await backend.get_steps(run_id)) == 3
