@@ -6,6 +6,7 @@ ran once, its completion hook runs again for the new ending."""
 from __future__ import annotations
 
 import collections
+import contextlib
 from datetime import timedelta
 
 from tests.integration.conftest import fast_worker
@@ -40,10 +41,8 @@ async def test_a_failed_run_reruns_from_its_failing_step(pool: Workpool) -> None
 
     handle = await order.run(None, on_complete=notify)
     async with fast_worker(pool):
-        try:
+        with contextlib.suppress(RunFailedError):
             await handle.result(timeout=20)
-        except RunFailedError:
-            pass
         await wait_until(lambda: len(ended) == 1)
     assert (await pool.get_run(handle.id)).status == "failed"
     assert calls == {"reserve": 1, "charge": 2}

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from types import EllipsisType
 
+from workpool.backends import rerunning
 from workpool.backends.base import (
     ACTS_ON,
     TERMINAL_STATES,
@@ -19,7 +20,6 @@ from workpool.backends.base import (
     WorkerRecord,
     WorkflowInfo,
 )
-from workpool.backends import rerunning
 from workpool.backends.checks import check_now
 from workpool.backends.postgres.operations.ending import Ending
 from workpool.backends.postgres.operations.transaction import settings_from_row
