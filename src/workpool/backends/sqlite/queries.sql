@@ -441,7 +441,7 @@ SELECT id FROM runs WHERE parent_run_id = :id ORDER BY created_at;
 
 -- name: rerun_check
 -- What rerun_from_step checks of run :id and keeps of it.
-SELECT status, workflow, error, parent_run_id, batch_id, retried_as, rerun_from
+SELECT id, status, workflow, error, parent_run_id, batch_id, retried_as, rerun_from
 FROM runs WHERE id = :id;
 
 -- name: run_status

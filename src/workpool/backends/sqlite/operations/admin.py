@@ -21,7 +21,6 @@ from workpool.backends.base import (
     WorkflowInfo,
 )
 from workpool.backends.checks import check_now
-from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import Ending
 from workpool.backends.sqlite.operations.transaction import settings_from_row
@@ -196,13 +195,7 @@ class Admin(Ending):
             return "no_step"
         status = records.text(row, "status")
         if status == "failed":
-            self._execute(
-                "uncount_failure",
-                id=run_id,
-                workflow=row["workflow"],
-                error_type=error_type(records.optional_text(row, "error")),
-            )
-            self._execute("drop_empty_failure_groups")
+            self._uncount_failures([row])
         self._execute(
             "forget_steps_from",
             run_id=run_id,

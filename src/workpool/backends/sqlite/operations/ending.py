@@ -95,7 +95,12 @@ class Ending(Batches):
         out of their failure groups."""
         if not ids:
             return
-        for row in self._execute("failed_among", ids=json.dumps(ids)).fetchall():
+        self._uncount_failures(self._execute("failed_among", ids=json.dumps(ids)).fetchall())
+        self._execute("delete_runs", ids=json.dumps(ids))
+
+    def _uncount_failures(self, failed: list[sqlite3.Row]) -> None:
+        """Take failed runs (rows with id, workflow, error) out of their failure groups."""
+        for row in failed:
             self._execute(
                 "uncount_failure",
                 id=row["id"],
@@ -103,7 +108,6 @@ class Ending(Batches):
                 error_type=error_type(records.optional_text(row, "error")),
             )
         self._execute("drop_empty_failure_groups")
-        self._execute("delete_runs", ids=json.dumps(ids))
 
     def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""
