@@ -5,16 +5,19 @@ child run are refused without a write."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tests.conformance.helpers import (
     HOOK_QUEUE,
     claim_one,
     claimed_ids,
+    enqueue,
     enqueue_new,
     error_json,
     fetch,
     hook,
+    new_run,
 )
 from workpool.backends.base import Backend, ClaimedRun, Finish, StepRecord
 from workpool.clock import ManualClock
@@ -36,9 +39,11 @@ def step(name: str, position: int, started_at: float, status: str = "succeeded")
     )
 
 
-async def ended_run(backend: Backend, now: float, ending: str, **fields: object) -> ClaimedRun:
+async def ended_run(
+    backend: Backend, now: float, ending: str, deadline: float | None = None, **fields: object
+) -> ClaimedRun:
     """A run whose steps a, b succeeded and c failed, then ended ``ending``."""
-    await enqueue_new(backend, now, **fields)
+    await enqueue(backend, dataclasses.replace(new_run(now, **fields), deadline=deadline), now)
     claimed = await claim_one(backend, now)
     for index, name in enumerate("ab"):
         assert await backend.save_step(claimed.lease, step(name, index, now + index), now)
@@ -142,3 +147,16 @@ async def test_a_run_already_retried_as_a_new_run_is_refused(
     assert await backend.rerun_from_step(run_id, "c", "", now + 7) == "linked"
     assert (await fetch(backend, run_id)).status == "failed"
     assert len(await backend.get_steps(run_id)) == 3
+
+
+async def test_a_rerun_past_its_deadline_fails_again(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    run_id = (await ended_run(backend, now, "failed", deadline=now + 8)).lease.run_id
+
+    assert await backend.rerun_from_step(run_id, "c", "", now + 10) == "queued"
+
+    assert await claimed_ids(backend, now + 10) == []
+    run = await fetch(backend, run_id)
+    assert run.status == "failed"
+    assert run.error is not None
+    assert json.loads(run.error)["type"] == "DeadlineExceededError"
