@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 from tests.conformance.helpers import (
     HOOK_QUEUE,
@@ -40,7 +41,7 @@ def step(name: str, position: int, started_at: float, status: str = "succeeded")
 
 
 async def ended_run(
-    backend: Backend, now: float, ending: str, deadline: float | None = None, **fields: object
+    backend: Backend, now: float, ending: str, deadline: float | None = None, **fields: Any
 ) -> ClaimedRun:
     """A run whose steps a, b succeeded and c failed, then ended ``ending``."""
     await enqueue(backend, dataclasses.replace(new_run(now, **fields), deadline=deadline), now)
@@ -94,7 +95,7 @@ async def test_a_canceled_run_reruns_from_a_step(backend: Backend, clock: Manual
 
 async def test_a_gated_rerun_waits_for_its_place(backend: Backend, clock: ManualClock) -> None:
     now = clock.now()
-    gated: dict[str, object] = {"max_concurrency": 1, "concurrency_key": "k"}
+    gated: dict[str, Any] = {"max_concurrency": 1, "concurrency_key": "k"}
     run_id = (await ended_run(backend, now, "failed", **gated)).lease.run_id
     holder = await enqueue_new(backend, now + 6, **gated)
     assert await claimed_ids(backend, now + 6) == [holder]
