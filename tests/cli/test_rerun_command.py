@@ -54,4 +54,4 @@ async def test_rerun_from_a_step(tmp_path: Path) -> None:
 
     again = workpool(url, "runs", "rerun", run_id, "--from-step", "charge")
     assert again.returncode == 1
-    assert "not in needs_attention" in again.stderr
+    assert "is still active" in again.stderr

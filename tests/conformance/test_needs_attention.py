@@ -113,7 +113,12 @@ async def test_rerun_from_a_step_forgets_it_and_the_later_ones(
     run = await fetch(backend, run_id)
     assert run.status == "queued"
     assert run.rerun_from is not None
-    assert json.loads(run.rerun_from) == {"step": "b", "reason": "fixed the charge", "at": now + 10}
+    assert json.loads(run.rerun_from) == {
+        "step": "b",
+        "reason": "fixed the charge",
+        "at": now + 10,
+        "count": 1,
+    }
     again = await claim_one(backend, now + 10)
     assert (again.lease.run_id, again.attempt, again.has_steps) == (run_id, 1, True)
 

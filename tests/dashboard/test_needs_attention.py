@@ -1,5 +1,6 @@
 """A run that needs attention in a real browser: the overview counts it, its page says
-why, and "Rerun from here" on a step queues it again from that step."""
+why, and "Rerun from here" on a step queues it again from that step; a failed run's
+steps have the button too."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from workpool.backends.base import Finish, StepRecord
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 WHY = "step 'charge' is now called with other arguments"
+WHY_ERROR = error_json("ValueError", "card rejected")
 
 
 async def stopped_run(site: Site) -> str:
@@ -50,3 +52,24 @@ async def test_rerun_from_a_step_on_the_run_page(site: Site, page: Page) -> None
     assert run.rerun_from is not None
     assert (run.status, run.rerun_from["step"]) == ("queued", "charge")
     await expect(page.get_by_role("button", name="Rerun from here")).to_have_count(0)
+
+
+async def test_rerun_a_failed_run_from_its_failing_step(site: Site, page: Page) -> None:
+    backend = await site.pool.backend()
+    now = site.pool.settings.clock.now()
+    run_id = await enqueue_new(backend, now, queue="failing")
+    claimed = await claim_one(backend, now, queues=["failing"])
+    reserve = StepRecord("reserve", "run", "succeeded", 1, now, "1", position=0)
+    await backend.save_step(claimed.lease, reserve, now)
+    charge = StepRecord("charge", "run", "failed", 1, now + 1, error=WHY_ERROR, position=1)
+    await backend.save_step(claimed.lease, charge, now)
+    await backend.finish([Finish(claimed.lease, "failed", error=WHY_ERROR)], now + 2)
+
+    await page.goto(f"{site.url}runs/{run_id}")
+    await expect(page.locator(".heading .status")).to_have_text("failed")
+    page.once("dialog", lambda dialog: dialog.accept())
+    await page.locator('[data-step="charge"]').get_by_role("button", name="Rerun from here").click()
+
+    await expect(page.locator(".heading .status")).to_have_text("queued")
+    await expect(page.locator("[data-step]")).to_have_count(1)
+    assert (await site.pool.get_run(run_id)).status == "queued"

@@ -103,7 +103,7 @@ async def test_a_step_called_with_new_arguments_stops_the_run_until_rerun(
     run = await pool.get_run(handle.id)
     assert run.rerun_from is not None
     assert run.rerun_from["reason"] == "amount fixed"
-    with pytest.raises(RunStateError, match="not in needs_attention"):
+    with pytest.raises(RunStateError, match="succeeded: only a failed"):
         await pool.rerun(handle.id, from_step="charge")
 
 
@@ -131,5 +131,5 @@ async def test_a_step_removed_at_the_end_is_not_a_mismatch(pool: Workpool) -> No
 
 
 def test_rerun_has_a_sync_twin(pool: Workpool) -> None:
-    with pytest.raises(RunStateError, match="not in needs_attention"):
+    with pytest.raises(RunStateError, match="is still active"):
         pool.rerun_sync(define(pool).run_sync(None).id, from_step="reserve")  # type: ignore[attr-defined]

@@ -318,11 +318,14 @@ def _state_words(state: str) -> str:
 @click.option("--reason", default="", help="Why: recorded with the run (rerun_from).")
 @URL_OPTION
 def rerun_from_step(run_id: str, from_step: str, reason: str, url: str | None) -> None:
-    """Execute run RUN_ID, stopped in needs_attention, again from its step FROM_STEP.
+    """Execute run RUN_ID (needs_attention, failed or canceled) again from its step
+    FROM_STEP.
 
     The steps saved before it are kept; it and every later one run again. The run keeps
-    its id (its parent, children and events). A run in another state, or without that
-    step, is refused (exit code 1).
+    its id (its parent, children and events); a failed or canceled one gets a fresh
+    attempt budget and its hooks fire again when it ends. A succeeded or active run, a
+    finished child, batch member or already retried run, or a run without that step,
+    is refused (exit code 1).
     """
 
     async def rerun(pool: Workpool) -> str:

@@ -225,22 +225,38 @@ class Enqueueing(Control):
         return RunHandle(self, result.run_id)
 
     async def rerun(self, run_id: str, *, from_step: str, reason: str = "") -> RunHandle[Any]:
-        """Execute a ``needs_attention`` run again from its saved step ``from_step``.
+        """Execute a ``needs_attention``, ``failed`` or ``canceled`` run again from its
+        saved step ``from_step``.
 
         The steps saved before it are kept; it and every later one are forgotten, so
-        they run again; the run is queued now, as the same run (same id, parent,
-        children, events; the attempt goes on), with ``rerun_from`` = ``{"step",
-        "reason", "at"}`` recorded. One atomic backend operation. RunNotFoundError for
-        an unknown id; RunStateError for a run in another state or without that step."""
+        they run again; the run is queued now (through its gate and rate limits), as
+        the same run (same id, parent, children, events), with ``rerun_from`` =
+        ``{"step", "reason", "at", "count"}`` recorded. A needs_attention run's attempt
+        goes on; a failed or canceled run starts a fresh attempt budget, its error and
+        end cleared, and its completion hooks fire again when it ends again. One atomic
+        backend operation. RunNotFoundError for an unknown id; RunStateError for a
+        succeeded or active run, a finished run that is a child, in a batch or already
+        retried as a new run, or a run without that step."""
         check_name(from_step, what="from_step")
         backend = await self.backend()
         result = await backend.rerun_from_step(run_id, from_step, reason, self.settings.clock.now())
         if result == "not_found":
             raise RunNotFoundError(f"no run with id {run_id!r} exists")
+        if result == "succeeded":
+            raise RunStateError(
+                f"run {run_id} succeeded: only a failed, canceled or needs_attention run can "
+                "be rerun from a step (enqueue a new run to do its work again)"
+            )
         if result == "not_stopped":
             raise RunStateError(
-                f"run {run_id} is not in needs_attention: only a run stopped there can be "
-                "rerun from a step (retry_run enqueues a failed or canceled run again)"
+                f"run {run_id} is still active: only a failed, canceled or needs_attention "
+                "run can be rerun from a step (cancel it first)"
+            )
+        if result == "linked":
+            raise RunStateError(
+                f"run {run_id} is a child run, in a batch, or already retried as a new run: "
+                "its ending was counted there, so it cannot be rerun from a step "
+                "(retry_run enqueues it again as a new run)"
             )
         if result == "no_step":
             names = [step.name for step in await backend.get_steps(run_id)]

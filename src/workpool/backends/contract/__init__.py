@@ -33,13 +33,14 @@ Run states::
                  | wake_at <= now, promoted by claim)--> queued
     running --finish(attention)--> needs_attention (not terminal; holds no gate place)
     needs_attention --rerun_from_step--> queued
+    failed | canceled --rerun_from_step--> queued   (the one way out of a terminal state)
     queued | scheduled --act_on_run(pause)--> paused (not terminal; holds no gate place)
     paused --act_on_run(resume)--> queued (or scheduled, at its kept available_at)
     scheduled --act_on_run(run_now)--> queued
     queued | scheduled | suspended | needs_attention | paused --cancel--> canceled
 
 Terminal transitions fire the run's completion hooks (see ``CompletionHook``) in the
-same atomic operation, exactly once. A run that ends ``canceled`` cancels, in the same
+same atomic operation, exactly once per ending. A run that ends ``canceled`` cancels, in the same
 operation, every unfinished child it awaits (children stored with a ``parent_step``),
 and so on down. A child that ends records its outcome in its parent's step and, if the
 parent is ``suspended``, queues the parent again, in the same operation.

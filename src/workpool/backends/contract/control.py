@@ -18,7 +18,7 @@ CancelResult = Literal["canceled", "requested", "finished", "not_found"]
 
 RerunStatus = Literal["created", "exists", "not_found", "not_finished", "succeeded"]
 
-RerunFromStep = Literal["queued", "not_found", "not_stopped", "no_step"]
+RerunFromStep = Literal["queued", "not_found", "not_stopped", "no_step", "succeeded", "linked"]
 
 RunAction = Literal["pause", "resume", "run_now"]
 """What ``act_on_run`` does to one run."""
@@ -98,16 +98,27 @@ class Control(Protocol):
     async def rerun_from_step(
         self, run_id: str, step: str, reason: str, now: float
     ) -> RerunFromStep:
-        """Execute a ``needs_attention`` run again from one of its saved steps, in ONE
-        operation validated before its first write.
+        """Execute a ``needs_attention``, ``failed`` or ``canceled`` run again from one
+        of its saved steps, as the same run, in ONE operation validated before its
+        first write.
 
         Deletes step ``step`` and every later one (a position at least its position;
         where either has no position, a ``started_at`` at least its), keeps the earlier
-        ones, stores ``rerun_from`` = ``{"step": step, "reason": reason, "at": now}``
-        (JSON) on the run and queues it as a woken suspended run is queued (available
-        now, through its rate limits and gate, its queue's workers woken; the attempt
-        goes on). ``not_found`` (no run), ``not_stopped`` (the run is in another state)
-        and ``no_step`` (the run has no step of that name) change nothing.
+        ones, stores ``rerun_from`` = ``{"step": step, "reason": reason, "at": now,
+        "count": <reruns from a step so far, this one included>}`` (JSON) on the run and
+        queues it as a woken suspended run is queued (available now, through its rate
+        limits and gate, its queue's workers woken). A ``needs_attention`` run's attempt
+        goes on. A ``failed`` or ``canceled`` run starts afresh: ``attempts`` 0 (its next
+        claim is attempt 1, a whole retry budget), ``finished_at``, ``error``,
+        ``output``, ``cancel_reason`` and ``cancel_requested`` cleared, out of the
+        finished runs (retention, listings) and out of its failure group. When it ends
+        again its hooks fire again, their run ids suffixed with the count
+        (``hook_run_id`` in ``backends/rerunning.py``).
+
+        Nothing changes on ``not_found`` (no run), ``not_stopped`` (an active run not in
+        needs_attention), ``succeeded``, ``linked`` (a finished run that is a child of
+        another run, in a batch, or already re-run as a new run by ``rerun``: its
+        ending was already counted by them) and ``no_step`` (no step of that name).
         """
         ...
 

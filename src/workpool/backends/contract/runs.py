@@ -48,7 +48,9 @@ class CompletionHook:
                  | {"status": "canceled", "reason": <reason string or null>}}
 
     The hook run's id is ``<owning run id>-<index of the hook in hooks, from 0>``, so
-    a hook can never be enqueued twice.
+    a hook can never be enqueued twice for one ending; after the owning run was rerun
+    from a step (``rerun_from_step``) ``n`` times, ``-<n>`` is appended, so each ending
+    fires its hooks once.
     """
 
     workflow: str
@@ -185,7 +187,8 @@ class RunRecord:
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
     rerun_from: str | None = None
-    """JSON text ``{"step", "reason", "at"}`` of the latest ``rerun_from_step``, or None."""
+    """JSON text ``{"step", "reason", "at", "count"}`` of the latest ``rerun_from_step``
+    (``count``: how many so far), or None."""
     rate_reserved: bool = False
     """Scheduled at the start its rate limits reserved for it (not yet used): it waits
     for a rate limit, not for a time its enqueuer gave."""

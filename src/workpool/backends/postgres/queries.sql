@@ -228,7 +228,7 @@ UPDATE runs SET
 WHERE id = %(id)s AND status IN ('scheduled', 'queued', 'running', 'suspended', 'needs_attention', 'paused')
 RETURNING
     id, workflow, queue, status, output, error, cancel_reason, hooks, parent_run_id, parent_step,
-    batch_id;
+    batch_id, rerun_from;
 
 -- name: retry_run
 -- Drop run :id's lease, store :error; scheduled at :retry_at, or queued if due at :now.
@@ -327,10 +327,17 @@ WHERE run_id = %(run_id)s AND CASE
 END;
 
 -- name: rerun_stopped
--- Queue run :id (needs_attention) at :now, recording :rerun_from (JSON) as why.
-UPDATE runs SET status = 'queued', available_at = %(now)s, admitted = gate IS NULL,
-    rerun_from = %(rerun_from)s
-WHERE id = %(id)s AND status = 'needs_attention'
+-- Queue run :id (needs_attention, failed or canceled) at :now, recording :rerun_from
+-- (JSON) as why; a finished run (:fresh) leaves the finished runs with a fresh attempt.
+UPDATE runs SET
+    status = 'queued', available_at = %(now)s, admitted = gate IS NULL,
+    rerun_from = %(rerun_from)s,
+    attempts = CASE WHEN %(fresh)s THEN 0 ELSE attempts END,
+    resuming = resuming AND NOT %(fresh)s,
+    attempt_time = CASE WHEN %(fresh)s THEN 0 ELSE attempt_time END,
+    error = CASE WHEN %(fresh)s THEN NULL ELSE error END,
+    finished_at = NULL, output = NULL, cancel_reason = NULL, cancel_requested = false
+WHERE id = %(id)s AND status IN ('needs_attention', 'failed', 'canceled')
 RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
 
 -- name: pause_run
@@ -414,6 +421,11 @@ ORDER BY started_at, name;
 -- name: get_children
 -- Ids of the runs started by run :id's steps, oldest first.
 SELECT id FROM runs WHERE parent_run_id = %(id)s ORDER BY created_at, id;
+
+-- name: rerun_check
+-- What rerun_from_step checks of run :id and keeps of it; locked.
+SELECT status, workflow, error, parent_run_id, batch_id, retried_as, rerun_from
+FROM runs WHERE id = %(id)s FOR UPDATE;
 
 -- name: run_status
 -- Status and cancel flag of run :id (no row: unknown id), locked.

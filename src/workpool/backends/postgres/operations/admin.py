@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from types import EllipsisType
 
+from workpool.backends import rerunning
 from workpool.backends.base import (
     ACTS_ON,
     TERMINAL_STATES,
@@ -22,6 +23,7 @@ from workpool.backends.base import (
 from workpool.backends.checks import check_now
 from workpool.backends.postgres.operations.ending import Ending
 from workpool.backends.postgres.operations.transaction import settings_from_row
+from workpool.backends.selecting import error_type
 
 
 class Admin(Ending):
@@ -186,24 +188,37 @@ class Admin(Ending):
     async def rerun_from_step(
         self, run_id: str, step: str, reason: str, now: float
     ) -> RerunFromStep:
-        """Forget the step and the later ones of a needs_attention run; queue it."""
+        """Forget the step and the later ones of a needs_attention, failed or canceled
+        run; queue it (a finished one with a fresh attempt)."""
         check_now(now)
-        row = await self._one("run_status", id=run_id)
+        row = await self._one("rerun_check", id=run_id)
         if row is None:
             return "not_found"
-        if str(row["status"]) != "needs_attention":
-            return "not_stopped"
+        refused = rerunning.refusal(row)
+        if refused is not None:
+            return refused
         saved = await self._one("get_step", run_id=run_id, name=step)
         if saved is None:
             return "no_step"
+        status = str(row["status"])
+        if status == "failed":
+            group = error_type(row["error"])
+            self._failure(str(row["workflow"]), group).removed.append(run_id)
         await self._run(
             "forget_steps_from",
             run_id=run_id,
             position=saved["position"],
             started_at=saved["started_at"],
         )
-        note = json.dumps({"step": step, "reason": reason, "at": now})
-        await self._wake(await self._all("rerun_stopped", id=run_id, now=now, rerun_from=note), now)
+        note = rerunning.rerun_note(row["rerun_from"], step, reason, now)
+        queued = await self._all(
+            "rerun_stopped",
+            id=run_id,
+            now=now,
+            rerun_from=note,
+            fresh=status != "needs_attention",
+        )
+        await self._wake(queued, now)
         return "queued"
 
     async def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:

@@ -11,6 +11,7 @@ import math
 from workpool.backends.base import TERMINAL_STATES, CancelResult
 from workpool.backends.postgres.operations.batches import Batches
 from workpool.backends.postgres.operations.transaction import COUNTERS, Row
+from workpool.backends.rerunning import hook_run_id
 from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.ending import child_outcome
@@ -109,7 +110,8 @@ class Ending(Batches):
             if hook.on_failure_only and status != "failed":
                 continue
             input_json = records.hook_input(ended, hook.context)
-            await self._enqueue_hook_run(f"{run_id}-{index}", hook, input_json, now)
+            hook_id = hook_run_id(run_id, index, records.optional_text(ended, "rerun_from"))
+            await self._enqueue_hook_run(hook_id, hook, input_json, now)
 
     async def _requeue(
         self, run_id: str, now: float, *, lease_loss: int, resume: bool = False

@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from types import EllipsisType
 
+from workpool.backends import rerunning
 from workpool.backends.base import (
     ACTS_ON,
     TERMINAL_STATES,
@@ -180,26 +181,36 @@ class Admin(Ending):
         return Rerun("created", new_id)
 
     def rerun_from_step(self, run_id: str, step: str, reason: str, now: float) -> RerunFromStep:
-        """Forget the step and the later ones of a needs_attention run; queue it."""
+        """Forget the step and the later ones of a needs_attention, failed or canceled
+        run; queue it (a finished one with a fresh attempt)."""
         check_now(now)
-        row = self._execute("run_status", id=run_id).fetchone()
+        row = self._execute("rerun_check", id=run_id).fetchone()
         if row is None:
             return "not_found"
-        if records.text(row, "status") != "needs_attention":
-            return "not_stopped"
+        refused = rerunning.refusal(row)
+        if refused is not None:
+            return refused
         saved = self._execute("get_step", run_id=run_id, name=step).fetchone()
         if saved is None:
             return "no_step"
+        status = records.text(row, "status")
+        if status == "failed":
+            self._uncount_failures([row])
         self._execute(
             "forget_steps_from",
             run_id=run_id,
             position=saved["position"],
             started_at=saved["started_at"],
         )
-        note = json.dumps({"step": step, "reason": reason, "at": now})
-        self._wake(
-            self._execute("rerun_stopped", id=run_id, now=now, rerun_from=note).fetchall(), now
+        note = rerunning.rerun_note(records.optional_text(row, "rerun_from"), step, reason, now)
+        queued = self._execute(
+            "rerun_stopped",
+            id=run_id,
+            now=now,
+            rerun_from=note,
+            fresh=int(status != "needs_attention"),
         )
+        self._wake(queued.fetchall(), now)
         return "queued"
 
     def act_on_run(self, action: RunAction, run_id: str, now: float) -> str | None:

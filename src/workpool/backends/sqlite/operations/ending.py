@@ -11,6 +11,7 @@ import math
 import sqlite3
 
 from workpool.backends.base import TERMINAL_STATES, CancelResult, StepStatus
+from workpool.backends.rerunning import hook_run_id
 from workpool.backends.selecting import error_type
 from workpool.backends.sqlite import records
 from workpool.backends.sqlite.operations.batches import Batches
@@ -94,7 +95,12 @@ class Ending(Batches):
         out of their failure groups."""
         if not ids:
             return
-        for row in self._execute("failed_among", ids=json.dumps(ids)).fetchall():
+        self._uncount_failures(self._execute("failed_among", ids=json.dumps(ids)).fetchall())
+        self._execute("delete_runs", ids=json.dumps(ids))
+
+    def _uncount_failures(self, failed: list[sqlite3.Row]) -> None:
+        """Take failed runs (rows with id, workflow, error) out of their failure groups."""
+        for row in failed:
             self._execute(
                 "uncount_failure",
                 id=row["id"],
@@ -102,7 +108,6 @@ class Ending(Batches):
                 error_type=error_type(records.optional_text(row, "error")),
             )
         self._execute("drop_empty_failure_groups")
-        self._execute("delete_runs", ids=json.dumps(ids))
 
     def _wake_suspended(self, run_id: str, now: float) -> None:
         """Queue the run at ``now`` if it is suspended (through its rate limits and gate)."""
@@ -123,7 +128,8 @@ class Ending(Batches):
             if hook.on_failure_only and status != "failed":
                 continue
             input_json = records.hook_input(ended, hook.context)
-            self._enqueue_hook_run(f"{run_id}-{index}", hook, input_json, now)
+            hook_id = hook_run_id(run_id, index, records.optional_text(ended, "rerun_from"))
+            self._enqueue_hook_run(hook_id, hook, input_json, now)
 
     def _requeue(self, run_id: str, now: float, *, lease_loss: int, resume: bool = False) -> None:
         left = self._leave_gate(run_id)

@@ -35,17 +35,20 @@ local function store_hook_run(hook_id, hook, input, now)
   end
 end
 
--- Enqueue (now) each hook of a run that just ended; hook i gets id "<run id>-<i>".
+-- Enqueue (now) each hook of a run that just ended; hook i gets id "<run id>-<i>", and
+-- "<run id>-<i>-<n>" once the run was rerun from a step n times (rerun_from_step.lua).
 local function fire_hooks(run_id, workflow, hooks_json, status, result, now)
   if not hooks_json then
     return
   end
+  local rerun = redis.call('HGET', run_key(run_id), 'rerun_from')
+  local suffix = rerun and '-' .. cjson.decode(rerun).count or ''
   for index, hook in ipairs(cjson.decode(hooks_json)) do
     if status == 'failed' or not hook.on_failure_only then
       local input = '{"run_id":' .. cjson.encode(run_id) .. ',"workflow":'
         .. cjson.encode(workflow) .. ',"context":' .. hook.context
         .. ',"result":' .. result .. '}'
-      store_hook_run(run_id .. '-' .. (index - 1), hook, input, now)
+      store_hook_run(run_id .. '-' .. (index - 1) .. suffix, hook, input, now)
     end
   end
 end
