@@ -49,7 +49,7 @@ from workpool.models import (
     Step,
     Success,
 )
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.stats import Figures, Stats, Unserved
 from workpool.worker import Worker, WorkerOptions
 
@@ -59,6 +59,7 @@ __all__ = [
     "Workflow",
     "PreparedRun",
     "RetryPolicy",
+    "Limit",
     "RateLimit",
     "Cron",
     "QueueSettings",

@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context, deadline
+    rank_offset, trace_context, deadline, gate_list
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset, :trace_context, :deadline
+    :priority, :rank_offset, :trace_context, :deadline, :gate_list
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -136,7 +136,8 @@ SELECT
     timeout, progress, batch_id, deadline,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
+    gate_list
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: set_aside
@@ -415,10 +416,10 @@ SELECT
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
--- If run :id holds a place at its gate, give it up; returns the gate and limit if so.
+-- If run :id holds a place at its gates, give them up; returns its gates if so.
 UPDATE runs SET admitted = 0
 WHERE id = :id AND gate IS NOT NULL AND admitted = 1 AND status IN ('queued', 'running')
-RETURNING gate, gate_limit;
+RETURNING gate, gate_limit, gate_list;
 
 -- name: count_admitted
 -- Add :delta to the number of runs :gate admits now.
@@ -429,16 +430,20 @@ ON CONFLICT (gate) DO UPDATE SET admitted = admitted + :delta;
 -- How many runs :gate admits now (no row: none).
 SELECT admitted FROM gates WHERE gate = :gate;
 
--- name: admit_waiting
--- Admit up to :room of :gate's waiting runs, smallest rank first; returns their queues.
-UPDATE runs SET admitted = 1
-WHERE id IN (
-    SELECT id FROM runs
-    WHERE status = 'queued' AND admitted = 0 AND gate = :gate
-    ORDER BY available_at - rank_offset
-    LIMIT :room
-)
-RETURNING queue;
+-- name: first_waiting
+-- Up to :room of :gate's waiting runs, smallest rank first, with their gates.
+SELECT id, queue, gate, gate_limit, gate_list FROM runs
+WHERE status = 'queued' AND admitted = 0 AND gate = :gate
+ORDER BY available_at - rank_offset
+LIMIT :room;
+
+-- name: admit_runs
+-- Admit the waiting runs :ids (JSON array), which every gate of theirs has room for.
+UPDATE runs SET admitted = 1 WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: wait_at_gate
+-- Run :id, waiting, waits at :gate (limit :gate_limit) from now: that gate is full.
+UPDATE runs SET gate = :gate, gate_limit = :gate_limit WHERE id = :id;
 
 -- name: get_queue
 -- The settings of queue :queue (no row: none set).
@@ -739,11 +744,11 @@ FROM runs WHERE id = :id;
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset, gate_list
 )
 SELECT
     :new_id, workflow, queue, 'queued', input, retry, hooks, :now, :now, gate, gate_limit,
-    gate IS NULL, rate_limits, id, timeout, priority, rank_offset
+    gate IS NULL, rate_limits, id, timeout, priority, rank_offset, gate_list
 FROM runs WHERE id = :id
 ON CONFLICT (id) DO NOTHING
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;

@@ -55,7 +55,7 @@ class Ending(Batches):
         self._tally(records.text(ended, "queue"), records.text(ended, "workflow"), now)[
             COUNTERS.index(status)
         ] += 1
-        self._fill(*left)
+        self._refill(left)
         self._fire_hooks(ended, now)
         if ended["batch_id"] is not None:
             self._batch_run_ended(records.text(ended, "batch_id"), run_id, status, now)
@@ -102,7 +102,7 @@ class Ending(Batches):
         rows = self._execute(
             "requeue_run", id=run_id, now=now, lease_loss=lease_loss, resume=int(resume)
         ).fetchall()
-        self._fill(*left)
+        self._refill(left)
         self._joined(rows, now)
 
     def cancel(
