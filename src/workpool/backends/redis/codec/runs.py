@@ -21,6 +21,7 @@ from workpool.backends.base import (
     ClaimedRun,
     CompletionHook,
     Finish,
+    GateSpec,
     Lease,
     NewRun,
     RateLimitSpec,
