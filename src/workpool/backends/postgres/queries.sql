@@ -30,12 +30,12 @@ WHERE workflow = %(workflow)s AND key = %(key)s AND run_id = %(run_id)s;
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context, deadline
+    rank_offset, trace_context, deadline, gate_list
 ) VALUES (
     %(id)s, %(workflow)s, %(queue)s, %(status)s, %(input)s, %(retry)s, %(hooks)s, %(now)s,
     %(available_at)s, %(idempotency_key)s, %(parent_run_id)s, %(parent_step)s, %(gate)s,
     %(gate_limit)s, %(gate)s::text IS NULL, %(rate_limits)s, %(timeout)s, %(priority)s,
-    %(rank_offset)s, %(trace_context)s, %(deadline)s
+    %(rank_offset)s, %(trace_context)s, %(deadline)s, %(gate_list)s
 )
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
@@ -165,7 +165,7 @@ FOR UPDATE;
 
 -- name: gates_of_runs
 -- The gate and hooks of the runs :ids (what their ends may admit at).
-SELECT id, gate, hooks FROM runs WHERE id = ANY(%(ids)s::text[]) ORDER BY id;
+SELECT id, gate, gate_limit, gate_list, hooks FROM runs WHERE id = ANY(%(ids)s::text[]) ORDER BY id;
 
 -- name: end_run
 -- Move unfinished run :id to terminal :status at :now, store :output/:error/:cancel_reason.
@@ -355,10 +355,10 @@ SELECT
 FROM runs WHERE id = %(id)s;
 
 -- name: leave_gate
--- If run :id holds a place at its gate, give it up; returns the gate and limit if so.
+-- If run :id holds a place at its gates, give them up; returns its gates if so.
 UPDATE runs SET admitted = false
 WHERE id = %(id)s AND gate IS NOT NULL AND admitted AND status IN ('queued', 'running')
-RETURNING gate, gate_limit;
+RETURNING gate, gate_limit, gate_list;
 
 -- name: count_admitted
 -- Add :delta to the number of runs :gate admits now (the gate's row stays locked).
@@ -372,17 +372,26 @@ INSERT INTO gates (gate, admitted) VALUES (%(gate)s, 0)
 ON CONFLICT (gate) DO UPDATE SET admitted = gates.admitted
 RETURNING admitted;
 
--- name: admit_waiting
--- Admit up to :room of :gate's waiting runs, smallest rank first; returns their queues.
-UPDATE runs SET admitted = true
-WHERE id IN (
-    SELECT id FROM runs
-    WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s AND NOT set_aside
-    ORDER BY available_at - rank_offset
-    LIMIT %(room)s
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING queue;
+-- name: first_waiting
+-- Up to :room of :gate's waiting runs, smallest rank first, with their gates (locked).
+SELECT id, queue, gate, gate_limit, gate_list FROM runs
+WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s AND NOT set_aside
+ORDER BY available_at - rank_offset
+LIMIT %(room)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: admit_runs
+-- Admit the waiting runs :ids, which every gate of theirs has room for.
+UPDATE runs SET admitted = true WHERE id = ANY(%(ids)s::text[]);
+
+-- name: wait_at_gate
+-- Run :id, waiting, waits at :gate (limit :gate_limit) from now: that gate is full.
+UPDATE runs SET gate = %(gate)s, gate_limit = %(gate_limit)s WHERE id = %(id)s;
+
+-- name: other_gate_admitted
+-- How many runs :gate admits now (no row: none), its row locked without waiting: a
+-- transaction holding it makes this one fail and run again (see admission.py).
+SELECT admitted FROM gates WHERE gate = %(gate)s FOR UPDATE NOWAIT;
 
 -- name: get_queue
 -- The settings of queue :queue (no row: none set).
@@ -698,11 +707,11 @@ FROM runs WHERE id = %(id)s FOR UPDATE;
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset, gate_list
 )
 SELECT
     %(new_id)s, workflow, queue, 'queued', input, retry, hooks, %(now)s, %(now)s, gate,
-    gate_limit, gate IS NULL, rate_limits, id, timeout, priority, rank_offset
+    gate_limit, gate IS NULL, rate_limits, id, timeout, priority, rank_offset, gate_list
 FROM runs WHERE id = %(id)s
 ON CONFLICT (id) DO NOTHING
 RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;

@@ -118,6 +118,7 @@ AND (deadline IS NULL OR typeof(deadline) IN ('integer', 'real')
 AND (gate_limit IS NULL OR typeof(gate_limit) = 'integer'
     AND gate_limit BETWEEN -9007199254740991 AND 9007199254740991)
 AND (gate IS NULL OR gate_limit IS NOT NULL)
+AND (gate_list IS NULL OR typeof(gate_list) = 'text' AND json_valid(gate_list))
 AND typeof(coalesce(output, '')) = 'text' AND typeof(coalesce(error, '')) = 'text'
 AND typeof(coalesce(retry, '')) = 'text' AND typeof(coalesce(cancel_reason, '')) = 'text'
 AND typeof(coalesce(idempotency_key, '')) = 'text'

@@ -33,7 +33,7 @@ class Admission(Transaction):
         row = self._execute("leave_gate", id=run_id).fetchone()
         if row is None:
             return []
-        left = gates_of(row)
+        left = sound_gates(row)  # (a run set aside may have a malformed list)
         for gate, _ in left:
             self._execute("count_admitted", gate=gate, delta=-1)
         return left
