@@ -13,7 +13,14 @@ from tests.conformance.helpers import (
     new_run,
     status_of,
 )
-from workpool.backends.base import Backend, ClaimedRun, Finish, GateSpec, RateLimitSpec
+from workpool.backends.base import (
+    Backend,
+    ClaimedRun,
+    Finish,
+    GateSpec,
+    GateUsage,
+    RateLimitSpec,
+)
 from workpool.clock import ManualClock
 
 PARTNER = "limit:7:partner:"
@@ -135,3 +142,20 @@ async def test_a_shared_rate_limit_spaces_the_starts_of_every_workflow(
     assert (await fetch(backend, ids[2])).available_at == now + 5
     assert sorted(await claimed_ids(backend, now, queues=QUEUES)) == sorted(ids[:2])
     assert await claimed_ids(backend, now + 5, queues=QUEUES) == [ids[2]]
+
+
+async def test_the_gates_of_shared_limits_are_read_with_their_runs(
+    backend: Backend, clock: ManualClock
+) -> None:
+    """get_gates: places held and runs waiting, per gate whose id has the prefix."""
+    now = clock.now()
+    assert await backend.get_gates("limit:") == []
+    for index in range(5):
+        await limited(backend, now + index * 0.01, "sync", "q1", GateSpec(PARTNER, 2), own=None)
+    await limited(backend, now, "sync", "q1", GateSpec("limit:3:api:k", 1), own=None)
+    await limited(backend, now, "other", "q1", own=1)
+    assert await backend.get_gates("limit:") == [
+        GateUsage("limit:3:api:k", 1, 0),
+        GateUsage(PARTNER, 2, 3),
+    ]
+    assert await backend.get_gates("limit:7:") == [GateUsage(PARTNER, 2, 3)]

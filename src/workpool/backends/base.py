@@ -30,6 +30,7 @@ from workpool.backends.contract.leases import (
     SetAside,
 )
 from workpool.backends.contract.reads import (
+    GateUsage,
     MinuteCounters,
     PairActivity,
     PairCounters,
@@ -93,6 +94,7 @@ __all__ = [
     "RunPage",
     "PairActivity",
     "PairCounters",
+    "GateUsage",
     "MinuteCounters",
     "WorkerRecord",
     "StatsSnapshot",

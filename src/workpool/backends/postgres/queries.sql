@@ -426,10 +426,12 @@ DELETE FROM workflows WHERE name = %(name)s;
 
 -- name: register_workflow
 -- Store the definition of workflow :name, replacing an earlier one.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
 VALUES (
     %(name)s, %(app)s, %(queue)s, %(max_concurrency)s, %(retry)s, %(cron)s, %(rate_limits)s,
-    %(now)s
+    %(limits)s, %(now)s
 )
 ON CONFLICT (name) DO UPDATE SET
     app = excluded.app,
@@ -438,11 +440,12 @@ ON CONFLICT (name) DO UPDATE SET
     retry = excluded.retry,
     cron = excluded.cron,
     rate_limits = excluded.rate_limits,
+    limits = excluded.limits,
     updated_at = excluded.updated_at;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
-SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at
+SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
 FROM workflows ORDER BY name;
 
 -- name: take_lease
@@ -834,10 +837,12 @@ UPDATE runs SET set_aside = true, lease_expires_at = NULL WHERE id = %(id)s;
 
 -- name: restore_workflow
 -- Store the definition of workflow :name unless a record of that name exists.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
 VALUES (
     %(name)s, %(app)s, %(queue)s, %(max_concurrency)s, %(retry)s, %(cron)s, %(rate_limits)s,
-    %(now)s
+    %(limits)s, %(now)s
 )
 ON CONFLICT (name) DO NOTHING;
 
@@ -893,3 +898,14 @@ SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skip
 WHERE %(workflow)s::text IS NULL OR workflow = %(workflow)s
 ORDER BY scheduled_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: gates_with_prefix
+-- Admitted and waiting runs of each gate whose id starts with :prefix.
+SELECT gate, sum(admitted)::bigint AS admitted, sum(waiting)::bigint AS waiting FROM (
+    SELECT gate, admitted, 0 AS waiting FROM gates
+    WHERE starts_with(gate, %(prefix)s) AND admitted > 0
+    UNION ALL
+    SELECT gate, 0, count(*) FROM runs
+    WHERE status = 'queued' AND NOT admitted AND NOT set_aside AND starts_with(gate, %(prefix)s)
+    GROUP BY gate
+) AS usage GROUP BY gate ORDER BY gate COLLATE "C";

@@ -12,6 +12,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
 from workpool.backends.base import (
+    GateUsage,
     MinuteCounters,
     PairActivity,
     PairCounters,
@@ -106,6 +107,13 @@ class Reads:
         return StatsSnapshot(
             activity=activity, counters=counters, oldest_claimable=oldest, workers=workers
         )
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        """See ``Backend.get_gates``."""
+        rows = await self.all("gates_with_prefix", prefix=prefix)
+        return [
+            GateUsage(str(row["gate"]), int(row["admitted"]), int(row["waiting"])) for row in rows
+        ]
 
     async def get_minute_counters(self, since: float, now: float) -> list[MinuteCounters]:
         """See ``Backend.get_minute_counters``: one range of the counters' primary key."""

@@ -42,6 +42,7 @@ OPERATIONS = (
     "list_runs",
     "get_stats",
     "get_minute_counters",
+    "get_gates",
     "purge",
     "rerun",
     "heartbeat",
@@ -66,6 +67,7 @@ REPEATABLE = frozenset(
         "list_runs",
         "get_stats",
         "get_minute_counters",
+        "get_gates",
         "heartbeat",
         "restore_registry",  # HSETNX: a repeat finds the records stored
         "list_skipped_ticks",
@@ -142,6 +144,7 @@ class Scripts:
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
         self._get_minute_counters = Script(link, tag, "get_minute_counters")
+        self._get_gates = Script(link, tag, "get_gates")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._heartbeat = Script(link, tag, "heartbeat")
@@ -326,6 +329,11 @@ class Scripts:
         """(activity, counters, oldest, worker records) as flat lists; see get_stats.lua."""
         activity, counters, oldest, workers = await self._get_stats([first_minute, last_minute])
         return activity, counters, oldest, workers
+
+    async def get_gates(self, prefix: str) -> list[Any]:
+        """Flat (gate, admitted, waiting) triples of the gates whose id starts with
+        ``prefix``; see get_gates.lua."""
+        return list(await self._get_gates([prefix]))
 
     async def get_minute_counters(self, first_minute: int, last_minute: int) -> list[Any]:
         """Per minute, its start then its counters' fields and values (a flat list);

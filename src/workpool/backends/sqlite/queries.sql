@@ -471,8 +471,10 @@ DELETE FROM workflows WHERE name = :name;
 
 -- name: register_workflow
 -- Store the definition of workflow :name, replacing an earlier one.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
-VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :limits, :now)
 ON CONFLICT (name) DO UPDATE SET
     app = excluded.app,
     queue = excluded.queue,
@@ -480,12 +482,15 @@ ON CONFLICT (name) DO UPDATE SET
     retry = excluded.retry,
     cron = excluded.cron,
     rate_limits = excluded.rate_limits,
+    limits = excluded.limits,
     updated_at = excluded.updated_at;
 
 -- name: restore_workflow
 -- Store the definition of workflow :name unless a record of that name exists.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
-VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :limits, :now)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: unregistered_workflows
@@ -496,7 +501,7 @@ ORDER BY name;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
-SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at
+SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
 FROM workflows ORDER BY name;
 
 -- name: take_lease
@@ -890,3 +895,14 @@ SELECT workflow, trigger_id, scheduled_at, reason, run_id, recorded_at FROM skip
 WHERE :workflow IS NULL OR workflow = :workflow
 ORDER BY scheduled_at DESC, id DESC
 LIMIT :limit;
+
+-- name: gates_in_range
+-- Admitted and waiting runs of each gate with an id from :low (included) to :high.
+SELECT gate, sum(admitted) AS admitted, sum(waiting) AS waiting FROM (
+    SELECT gate, admitted, 0 AS waiting FROM gates
+    WHERE gate >= :low AND gate < :high AND admitted > 0
+    UNION ALL
+    SELECT gate, 0, count(*) FROM runs
+    WHERE status = 'queued' AND admitted = 0 AND gate >= :low AND gate < :high
+    GROUP BY gate
+) GROUP BY gate ORDER BY gate;

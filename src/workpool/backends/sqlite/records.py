@@ -238,6 +238,7 @@ def workflow_info(row: Row) -> WorkflowInfo:
         cron=str(row["cron"]),
         updated_at=float(row["updated_at"]),
         rate_limits=row["rate_limits"],
+        limits=row["limits"],
     )
 
 

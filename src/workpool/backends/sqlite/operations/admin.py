@@ -78,6 +78,7 @@ class Admin(Ending):
             retry=workflow.retry,
             cron=workflow.cron,
             rate_limits=workflow.rate_limits,
+            limits=workflow.limits,
             now=now,
         ).rowcount
 
