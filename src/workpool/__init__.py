@@ -49,6 +49,7 @@ from workpool.models import (
     Step,
     Success,
 )
+from workpool.limits import LimitUsage
 from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.stats import Figures, Stats, Unserved
 from workpool.worker import Worker, WorkerOptions
@@ -60,6 +61,7 @@ __all__ = [
     "PreparedRun",
     "RetryPolicy",
     "Limit",
+    "LimitUsage",
     "RateLimit",
     "Cron",
     "QueueSettings",

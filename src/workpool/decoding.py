@@ -110,6 +110,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
     try:
         retry, cron = from_json(info.retry), from_json(info.cron)
         rate_limits = None if info.rate_limits is None else from_json(info.rate_limits)
+        limits = None if info.limits is None else from_json(info.limits)
     except ValueError as error:
         raise CorruptRecordError(
             f"workflow {info.name!r}: its registry record is unreadable ({error})"
@@ -123,6 +124,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
         cron=cron if isinstance(cron, list) else [],
         updated_at=_time(info.updated_at),
         rate_limits=rate_limits if isinstance(rate_limits, list) else None,
+        limits=limits if isinstance(limits, list) else None,
     )
 
 

@@ -79,9 +79,9 @@ def decode_workflow(name: str, text: str) -> WorkflowInfo:
         limit = record["max_concurrency"]
         rate_limits = record.get("rate_limits")  # absent: registered by an earlier version
         limits = record.get("limits")
-        for what, text in (("rate_limits", rate_limits), ("limits", limits)):
-            if text is not None and not isinstance(text, str):
-                raise TypeError(f"{what} is {type(text).__name__}, not JSON text")
+        for what, value in (("rate_limits", rate_limits), ("limits", limits)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{what} is {type(value).__name__}, not JSON text")
         return WorkflowInfo(
             name=name,
             app=str(record["app"]),
