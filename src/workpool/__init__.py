@@ -30,6 +30,7 @@ from workpool.errors import (
     WorkpoolError,
 )
 from workpool.handles import RunHandle
+from workpool.limits import LimitUsage
 from workpool.models import (
     BatchStatus,
     Canceled,
@@ -49,7 +50,6 @@ from workpool.models import (
     Step,
     Success,
 )
-from workpool.limits import LimitUsage
 from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.stats import Figures, Stats, Unserved
 from workpool.worker import Worker, WorkerOptions
