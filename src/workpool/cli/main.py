@@ -6,6 +6,7 @@ import click
 
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
+from workpool.cli.limits import limits
 from workpool.cli.migrate import migrate
 from workpool.cli.queues import queues
 from workpool.cli.runs import runs, steps
@@ -25,6 +26,7 @@ cli.add_command(runs)
 cli.add_command(steps)
 cli.add_command(stats)
 cli.add_command(workflows)
+cli.add_command(limits)
 cli.add_command(cron)
 cli.add_command(dashboard)
 cli.add_command(migrate)
