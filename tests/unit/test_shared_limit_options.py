@@ -64,7 +64,7 @@ def test_bad_limits_are_refused_where_they_are_declared(pool: Workpool) -> None:
     with pytest.raises(ConfigurationError, match=r"got 'nope' \(defined: partner\)"):
         pool.workflow("one", limits=["nope"])(handler)
     stranger = Limit("partner", max_concurrency=1)  # same name, not this pool's
-    with pytest.raises(ConfigurationError, match="defined with pool.limit"):
+    with pytest.raises(ConfigurationError, match=r"defined with pool\.limit"):
         pool.workflow("two", limits=[stranger])(handler)
     pool.limit("tenant", max_concurrency=1, key=lambda order: order["tenant"])
     with pytest.raises(ConfigurationError, match="has a key"):
