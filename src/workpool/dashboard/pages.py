@@ -78,8 +78,9 @@ class Pages:
 
     async def workflows(self, request: Request) -> Response:
         views = await read_workflows(self.pool)
+        limits = await self.pool.limit_usage()
         at = self.pool.settings.clock.now()
-        context = {"nav": "workflows", "workflows": views, "at": at}
+        context = {"nav": "workflows", "workflows": views, "limits": limits, "at": at}
         return self.renderer.page(request, "workflows.html", context)
 
 
