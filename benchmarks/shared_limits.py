@@ -4,6 +4,8 @@
 [--backends sqlite,redis,postgres]`` enqueues ``--runs`` no-op runs of three workflows in
 two queues (one ``enqueue_many``, not timed) on a fresh store, then times one in-process
 worker (concurrency 50, both queues) emptying them: with the workflows under no limit;
+under their own ``max_concurrency`` of 1,000 (the gates that were there before, for
+scale);
 under one shared limit (``pool.limit``) of 1,000, which never fills (what the mechanism
 costs); under two such limits (every run admitted at two shared gates at once); and
 under one shared limit of ``--limit`` (20), full the whole time (fewer runs in flight
@@ -38,6 +40,7 @@ NEVER_FULL = 1_000
 """A limit over the worker's concurrency: it admits every run at once."""
 CONFIGURATIONS = (
     "no limit",
+    "own gates, never full",
     "shared limit, never full",
     "two shared limits, never full",
     "shared limit, full",
@@ -57,8 +60,9 @@ def define(pool: Workpool, configuration: str, limit: int) -> list[Workflow[int,
     async def call(ctx: RunContext, number: int) -> int:
         return number
 
+    own = NEVER_FULL if configuration == "own gates, never full" else None
     return [
-        pool.workflow(name, queue=queue, limits=limits, max_concurrency=None)(call)
+        pool.workflow(name, queue=queue, limits=limits, max_concurrency=own)(call)
         for name, queue in WORKFLOWS
     ]
 
@@ -85,7 +89,7 @@ def stores(backend: str, folder: Path) -> Iterator[Iterator[str]]:
     if backend == "sqlite":
         yield (f"sqlite:///{folder}/store{n}.db" for n in range(1_000))
     elif backend == "redis":
-        with RedisServer() as server:  # a database each (16: 4 repetitions at most)
+        with RedisServer() as server:  # a database each (16: 3 repetitions at most)
             yield (f"redis://127.0.0.1:{server.port}/{n}" for n in range(16))
     else:
         with PostgresServer() as server:

@@ -28,6 +28,7 @@ from workpool.models import (
     Step,
     Success,
 )
+from workpool.options import parse_limit_gate
 from workpool.serialization import from_json
 
 
@@ -82,6 +83,13 @@ def require_batch(record: BatchRecord | None, batch_id: str) -> BatchStatus:
 
 
 def _waiting(record: RunRecord) -> str | None:
+    shared = None if record.gate is None else parse_limit_gate(record.gate)
+    if record.waiting_at_gate and shared is not None:
+        name, key = shared
+        scope = f" for key {key!r}" if key else ""
+        return (
+            f"waiting: shared limit {name!r}{scope} is at max_concurrency {record.max_concurrency}"
+        )
     if record.waiting_at_gate:
         return (
             f"waiting: workflow {record.workflow!r} is at max_concurrency "

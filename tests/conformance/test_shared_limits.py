@@ -159,3 +159,13 @@ async def test_the_gates_of_shared_limits_are_read_with_their_runs(
         GateUsage(PARTNER, 2, 3),
     ]
     assert await backend.get_gates("limit:7:") == [GateUsage(PARTNER, 2, 3)]
+
+
+async def test_a_run_says_which_gate_it_waits_at(backend: Backend, clock: ManualClock) -> None:
+    now = clock.now()
+    shared = GateSpec(PARTNER, 1)
+    first = await limited(backend, now, "sync", "q1", shared, own=None)
+    waiting = await limited(backend, now + 0.1, "sync", "q1", shared, own=None)
+    assert (await fetch(backend, first)).gate == PARTNER
+    record = await fetch(backend, waiting)
+    assert (record.waiting_at_gate, record.gate, record.max_concurrency) == (True, PARTNER, 1)

@@ -69,3 +69,13 @@ def test_bad_limits_are_refused_where_they_are_declared(pool: Workpool) -> None:
     pool.limit("tenant", max_concurrency=1, key=lambda order: order["tenant"])
     with pytest.raises(ConfigurationError, match="has a key"):
         pool.queue("reports", limits=["tenant"])
+
+
+async def test_a_run_waiting_at_a_shared_limit_says_so(pool: Workpool) -> None:
+    partner = pool.limit("partner", max_concurrency=1)
+    call = pool.workflow("call", queue="held", limits=[partner], max_concurrency=None)(handler)
+    await call.run({})
+    waiting = await call.run({})
+    run = await pool.get_run(waiting.id)
+    assert run.waiting == "waiting: shared limit 'partner' is at max_concurrency 1"
+    await pool.aclose()

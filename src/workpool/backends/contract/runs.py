@@ -184,6 +184,9 @@ class RunRecord:
     """The limit of the run's concurrency gate, if it has one."""
     waiting_at_gate: bool = False
     """Queued but not admitted: its gate already admits ``max_concurrency`` runs."""
+    gate: str | None = None
+    """The id of its gate (under several: the one it waits at, or last waited at), whose
+    limit ``max_concurrency`` is; None: not gated."""
     rate_reserved: bool = False
     """Scheduled at the start its rate limits reserved for it (not yet used): it waits
     for a rate limit, not for a time its enqueuer gave."""

@@ -299,6 +299,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         executions=read.optional_integer("claims") or 0,
         run_time=read.optional_number("run_time") or 0.0,
         max_concurrency=read.optional_integer("gate_limit"),
+        gate=read.optional_text("gate"),
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",
