@@ -32,6 +32,10 @@ async def test_limits_lists_use_and_waiting_runs_per_shared_limit(backend_url: s
             ["partner", "1", "10/1s", "1", "3", "1", "refund,", "sync"],
             ["per-tenant", "2", "per", "key", "-", "1", "0", "1", "refund"],
         ]
+        stats = succeeded(workpool(backend_url, "stats"))
+        assert "partner" in stats.split("max conc.")[1]  # the same table, after the stats
+        figures = json.loads(succeeded(workpool(backend_url, "stats", "--json")))
+        assert [item["waiting"] for item in figures["limits"]] == [3, 0]
         shown = json.loads(succeeded(workpool(backend_url, "limits", "--json")))
         assert [(item["name"], item["in_use"], item["waiting"]) for item in shown["limits"]] == [
             ("partner", 1, 3),

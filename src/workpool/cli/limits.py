@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.table import Table
 from rich.text import Text
 
 from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
@@ -28,6 +29,11 @@ def limits(as_json: bool, url: str | None) -> None:
     if not found:
         out.print("no shared limits (a worker registers the limits of its app's workflows)")
         return
+    out.print(limits_table(found))
+
+
+def limits_table(found: list[LimitUsage]) -> Table:
+    """The shared limits as a table (``workpool limits``, ``workpool stats``)."""
     grid = table("name", "max conc.", "rate", "in use", "waiting", "keys", "workflows")
     for usage in found:
         concurrency = "-" if usage.max_concurrency is None else str(usage.max_concurrency)
@@ -40,7 +46,7 @@ def limits(as_json: bool, url: str | None) -> None:
             str(usage.keys),
             Text(", ".join(usage.workflows) or "-"),
         )
-    out.print(grid)
+    return grid
 
 
 def rate_text(rate: tuple[int, float] | None) -> str:
