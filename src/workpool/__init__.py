@@ -32,6 +32,7 @@ from workpool.errors import (
 )
 from workpool.handles import RunHandle
 from workpool.history import History, Outcomes, Series
+from workpool.limits import LimitUsage
 from workpool.models import (
     BatchStatus,
     Canceled,
@@ -54,7 +55,7 @@ from workpool.models import (
     Step,
     Success,
 )
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.stats import Figures, Stats, Unserved
 from workpool.worker import Worker, WorkerOptions
 
@@ -64,6 +65,8 @@ __all__ = [
     "Workflow",
     "PreparedRun",
     "RetryPolicy",
+    "Limit",
+    "LimitUsage",
     "RateLimit",
     "Cron",
     "QueueSettings",

@@ -8,7 +8,7 @@ factory. It holds no run state and no logic of its own: nothing below imports it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from types import TracebackType
@@ -21,7 +21,7 @@ from workpool.clock import Clock
 from workpool.cron import Cron
 from workpool.definitions import ConcurrencyKey, FailureCallback, Handler, Register, Workflow
 from workpool.logs import apply_level
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.registry import Registry
 from workpool.serialization import DEFAULT_MAX_PAYLOAD_BYTES
 from workpool.settings import DEFAULT_RETENTION, Settings
@@ -178,6 +178,7 @@ class Workpool(Client):
         timeout: timedelta | float | None = None,
         priority: int = 0,
         deadline: timedelta | float | None = None,
+        limits: Sequence[Limit | str] = (),
     ) -> Register:
         """Register a handler ``(ctx, input)`` (async or sync) as a workflow.
 
@@ -210,6 +211,8 @@ class Workpool(Client):
                 every attempt, backoff and durable wait (timedelta or seconds; None: no
                 deadline); past it the run fails with ``DeadlineExceededError`` wherever
                 it is, not retried. A run's own ``deadline=`` wins.
+            limits: shared limits (``limit(...)``, or their names) its runs count
+                against besides its own: a run starts only once every one admits it.
         """
         if name is not None:
             check_name(name, what="workflow name")
@@ -236,6 +239,7 @@ class Workpool(Client):
                 timeout=timeout,
                 priority=priority,
                 deadline=deadline,
+                limits=self.registry.resolve_limits(limits, f"workflow {workflow_name!r}"),
             )
             self.registry.add(definition)
             return definition
@@ -249,6 +253,7 @@ class Workpool(Client):
         max_parallelism: int | None = None,
         rate_limit: RateLimit | None = None,
         priority_aging: timedelta | float | None = None,
+        limits: Sequence[Limit | str] = (),
     ) -> None:
         """Declare a queue's default ``max_parallelism`` (runs of it running at once,
         across every worker; 0 starts none), its ``rate_limit`` (runs started per
@@ -265,9 +270,38 @@ class Workpool(Client):
         than ``priority_aging`` times the difference goes before a newer run of higher
         priority. None (the default): strict, priority first, then the oldest. Like
         ``rate_limit``, it applies to the runs this pool enqueues (the value is fixed
-        into each run when it is enqueued).
+        into each run when it is enqueued). ``limits``: shared limits (unkeyed) every
+        run this pool enqueues to the queue counts against.
         """
         self.registry.declare_queue(name, max_parallelism, rate_limit, priority_aging)
+        queue = check_name(name, what="queue name")
+        self.registry.declare_queue_limits(
+            queue, self.registry.resolve_limits(limits, f"queue {queue!r}")
+        )
+
+    def limit(
+        self,
+        name: str,
+        *,
+        max_concurrency: int | None = None,
+        rate: RateLimit | None = None,
+        key: Callable[[Any], object] | None = None,
+    ) -> Limit:
+        """Define a limit shared by the workflows and queues that name it (their
+        ``limits=``): at most ``max_concurrency`` of their runs admitted (queued to
+        start, or running) at once and at most ``rate`` starts per period, across every
+        worker. ``key``: one such limit per key computed from a run's input (workflows
+        only). A run counts against its workflow's own limits too: it starts once every
+        limit admits it, and waits holding no worker slot. Returns the limit.
+        """
+        return self.registry.declare_limit(
+            Limit(check_name(name, what="limit name"), max_concurrency, rate, key)
+        )
+
+    @property
+    def limits(self) -> Mapping[str, Limit]:
+        """The shared limits defined with ``limit()``, by name."""
+        return self.registry.limits
 
     @property
     def queue_rate_limits(self) -> Mapping[str, RateLimit]:

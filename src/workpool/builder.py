@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from workpool.backends.base import CompletionHook, Enqueued, NewRun, RateLimitSpec
+from workpool.backends.base import CompletionHook, Enqueued, GateSpec, NewRun, RateLimitSpec
 from workpool.definitions import PreparedRun, RunOptions, Workflow, run_options
 from workpool.errors import ConfigurationError
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.registry import Registry
 from workpool.run_ids import PROCESS_RUN_IDS
 from workpool.serialization import check_size, to_json
@@ -133,6 +133,7 @@ def build_new_run(
         max_concurrency=definition.max_concurrency if definition is not None else None,
         concurrency_key=prepared.concurrency_key,
         rate_limits=_rate_limits(registry, definition, prepared, queue),
+        gates=_shared_gates(registry, definition, prepared, queue),
         timeout=None
         if options.timeout is None
         else timeout_seconds(options.timeout, what="timeout"),
@@ -184,7 +185,29 @@ def _rate_limits(
     queue_limit = registry.queue_rate_limits.get(queue)
     if queue_limit is not None:
         limits.append(_spec(f"queue:{queue}", queue_limit))
+    for shared, shared_key in _shared(registry, definition, prepared, queue):
+        if shared.rate is not None:
+            limits.append(_spec(shared.gate(shared_key), shared.rate))
     return tuple(limits)
+
+
+def _shared_gates(
+    registry: Registry, definition: Workflow[Any, Any] | None, prepared: PreparedRun, queue: str
+) -> tuple[GateSpec, ...]:
+    return tuple(
+        GateSpec(limit.gate(key), limit.max_concurrency)
+        for limit, key in _shared(registry, definition, prepared, queue)
+        if limit.max_concurrency is not None
+    )
+
+
+def _shared(
+    registry: Registry, definition: Workflow[Any, Any] | None, prepared: PreparedRun, queue: str
+) -> list[tuple[Limit, str | None]]:
+    """The run's shared limits and its key for each (a queue's limits have none)."""
+    own = definition.limits if definition is not None else ()
+    keys = {limit.name: key for limit, key in zip(own, prepared.limit_keys, strict=False)}
+    return [(limit, keys.get(limit.name)) for limit in registry.limits_of(definition, queue)]
 
 
 def _spec(limiter: str, limit: RateLimit) -> RateLimitSpec:

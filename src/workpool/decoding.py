@@ -29,6 +29,7 @@ from workpool.models import (
     Step,
     Success,
 )
+from workpool.options import parse_limit_gate
 from workpool.serialization import from_json
 
 
@@ -84,6 +85,13 @@ def require_batch(record: BatchRecord | None, batch_id: str) -> BatchStatus:
 
 
 def _waiting(record: RunRecord) -> str | None:
+    shared = None if record.gate is None else parse_limit_gate(record.gate)
+    if record.waiting_at_gate and shared is not None:
+        name, key = shared
+        scope = f" for key {key!r}" if key else ""
+        return (
+            f"waiting: shared limit {name!r}{scope} is at max_concurrency {record.max_concurrency}"
+        )
     if record.waiting_at_gate:
         return (
             f"waiting: workflow {record.workflow!r} is at max_concurrency "
@@ -112,6 +120,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
     try:
         retry, cron = from_json(info.retry), from_json(info.cron)
         rate_limits = None if info.rate_limits is None else from_json(info.rate_limits)
+        limits = None if info.limits is None else from_json(info.limits)
     except ValueError as error:
         raise CorruptRecordError(
             f"workflow {info.name!r}: its registry record is unreadable ({error})"
@@ -125,6 +134,7 @@ def registered_workflow(info: WorkflowInfo) -> RegisteredWorkflow:
         cron=cron if isinstance(cron, list) else [],
         updated_at=_time(info.updated_at),
         rate_limits=rate_limits if isinstance(rate_limits, list) else None,
+        limits=limits if isinstance(limits, list) else None,
     )
 
 

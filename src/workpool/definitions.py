@@ -15,7 +15,7 @@ from workpool.cron import Cron, trigger_ids
 from workpool.errors import ConfigurationError
 from workpool.handles import RunHandle
 from workpool.models import OnComplete
-from workpool.options import RateLimit, RetryPolicy
+from workpool.options import Limit, RateLimit, RetryPolicy
 from workpool.serialization import from_json, handler_adapters, to_json
 from workpool.sync import Portal, call_sync, refuse_in_event_loop
 from workpool.validation import (
@@ -163,6 +163,8 @@ class PreparedRun:
     """The run's key for its workflow's ``max_concurrency``, if the workflow has one."""
     rate_key: str | None = None
     """The run's key for its workflow's ``rate_limit``, if that has a key."""
+    limit_keys: tuple[str | None, ...] = ()
+    """The run's key for each of its workflow's shared ``limits`` (None: unkeyed)."""
 
     @property
     def output_adapter(self) -> TypeAdapter[Any] | None:
@@ -214,6 +216,7 @@ class Workflow(Generic[InputT, OutputT]):
         timeout: timedelta | float | None = None,
         priority: int = 0,
         deadline: timedelta | float | None = None,
+        limits: Sequence[Limit] = (),
     ) -> None:
         check_priority(priority, what=f"workflow {name!r}: priority")
         if max_concurrency is not None:
@@ -240,6 +243,8 @@ class Workflow(Generic[InputT, OutputT]):
         self.concurrency_key = concurrency_key
         self.cron = tuple(cron)
         self.rate_limit = rate_limit
+        self.limits = tuple(limits)
+        """The shared limits (``Workpool.limit``) its runs count against."""
         self.timeout = (
             None
             if timeout is None
@@ -293,6 +298,9 @@ class Workflow(Generic[InputT, OutputT]):
             self,
             self._key_of(value, self.concurrency_key, "concurrency_key"),
             self._key_of(value, rate_key, "rate_limit key"),
+            tuple(
+                self._key_of(value, limit.key, f"limit {limit.name!r} key") for limit in self.limits
+            ),
         )
 
     def _key_of(self, value: Any, compute: Callable[[Any], object] | None, what: str) -> str | None:

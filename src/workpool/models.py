@@ -291,6 +291,10 @@ class RegisteredWorkflow:
     """The rate limits its runs get, as its workers define them: a list of
     {"scope": "workflow" or "queue", "count", "per" (seconds), "keyed"}; None if a
     worker of an earlier version registered it."""
+    limits: list[Any] | None = None
+    """The shared limits (``Workpool.limit``) its runs count against: a list of {"name",
+    "max_concurrency", "rate": {"count", "per"} or None, "keyed"}; None if a worker of
+    an earlier version registered it."""
 
 
 @dataclass(frozen=True, slots=True)

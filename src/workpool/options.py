@@ -128,3 +128,67 @@ class RateLimit:
     def seconds(self) -> float:
         """The period in seconds."""
         return self.per.total_seconds() if isinstance(self.per, timedelta) else float(self.per)
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """A limit shared by every workflow and queue that names it (``Workpool.limit``):
+    at most ``max_concurrency`` of their runs admitted at once and at most ``rate``
+    starts per period, across every worker; with ``key``, one such limit per key
+    computed from a run's input."""
+
+    name: str
+    max_concurrency: int | None = None
+    rate: RateLimit | None = None
+    key: Callable[[Any], object] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency is None and self.rate is None:
+            raise ConfigurationError(
+                f"limit {self.name!r} limits nothing: give max_concurrency=N, rate=RateLimit(...)"
+                " or both"
+            )
+        if self.max_concurrency is not None:
+            limit = check_count(
+                self.max_concurrency, what=f"limit {self.name!r}: max_concurrency", minimum=1
+            )
+            object.__setattr__(self, "max_concurrency", limit)
+        if self.rate is not None and not isinstance(self.rate, RateLimit):
+            raise ConfigurationError(
+                f"limit {self.name!r}: rate must be a RateLimit(count, per=...), got "
+                f"{short_repr(self.rate)}"
+            )
+        if self.rate is not None and self.rate.key is not None:
+            raise ConfigurationError(
+                f"limit {self.name!r}: give the key to the limit (key=...), not to its RateLimit"
+            )
+        if self.key is not None and not callable(self.key):
+            raise ConfigurationError(
+                f"limit {self.name!r}: key must be a function of a run's input, "
+                f"got {short_repr(self.key)}"
+            )
+
+    def gate(self, key: str | None) -> str:
+        """The id of its gate and of its rate limiter for a run with that key: ``limit:``
+        then the name's length, so names with ':' stay apart from keys."""
+        return f"limit:{len(self.name)}:{self.name}:{key if key is not None else ''}"
+
+    def to_json(self) -> dict[str, Any]:
+        """As the registry shows it (a key function is code: only its presence)."""
+        rate = self.rate
+        return {
+            "name": self.name,
+            "max_concurrency": self.max_concurrency,
+            "rate": None if rate is None else {"count": rate.count, "per": rate.seconds},
+            "keyed": self.key is not None,
+        }
+
+
+def parse_limit_gate(gate: str) -> tuple[str, str] | None:
+    """(name, key) of a shared limit's gate id (``Limit.gate``); None for another gate."""
+    if not gate.startswith("limit:"):
+        return None
+    length, _, rest = gate[len("limit:") :].partition(":")
+    if not length.isdigit() or len(rest) <= int(length) or rest[int(length)] != ":":
+        return None
+    return rest[: int(length)], rest[int(length) + 1 :]

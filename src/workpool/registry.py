@@ -8,7 +8,7 @@ worker read it. It holds definitions only: no backend, no configuration (that is
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 from workpool.backends.base import WorkflowInfo
 from workpool.definitions import Workflow
 from workpool.errors import ConfigurationError, UnknownWorkflowError
-from workpool.options import RateLimit
+from workpool.options import Limit, RateLimit
 from workpool.serialization import to_json
 from workpool.settings import Settings
 from workpool.validation import check_count, check_name, check_priority_aging
@@ -30,6 +30,8 @@ class Registry:
         self._queue_defaults: dict[str, int | None] = {}
         self._queue_rate_limits: dict[str, RateLimit] = {}
         self._queue_aging: dict[str, float] = {}
+        self._limits: dict[str, Limit] = {}
+        self._queue_limits: dict[str, tuple[Limit, ...]] = {}
 
     def __len__(self) -> int:
         return len(self._workflows)
@@ -68,6 +70,57 @@ class Registry:
                     "from a workflow's input); put a keyed RateLimit on the workflow"
                 )
             self._queue_rate_limits[queue] = rate_limit
+
+    def declare_limit(self, limit: Limit) -> Limit:
+        """Define a shared limit; ConfigurationError if its name is taken."""
+        check_name(limit.name, what="limit name")
+        if limit.name in self._limits:
+            raise ConfigurationError(f"a limit named {limit.name!r} is already defined")
+        self._limits[limit.name] = limit
+        return limit
+
+    def resolve_limits(
+        self, limits: Sequence[Limit | str] | Limit | str, what: str
+    ) -> tuple[Limit, ...]:
+        """The shared limits named (or given) by a workflow or queue, each once, in
+        order; ConfigurationError for one not defined on this pool."""
+        items: list[object] = [limits] if isinstance(limits, str | Limit) else list(limits)
+        resolved: dict[str, Limit] = {}
+        for item in items:
+            limit = None
+            if isinstance(item, Limit) and self._limits.get(item.name) is item:
+                limit = item
+            elif isinstance(item, str):
+                limit = self._limits.get(item)
+            if limit is None:
+                known = ", ".join(sorted(self._limits)) or "none"
+                raise ConfigurationError(
+                    f"{what}: limits takes limits defined with pool.limit(...) or their "
+                    f"names, got {item!r} (defined: {known})"
+                )
+            resolved[limit.name] = limit
+        return tuple(resolved.values())
+
+    def declare_queue_limits(self, queue: str, limits: tuple[Limit, ...]) -> None:
+        """Record the shared limits every run of ``queue`` enqueued here counts against."""
+        for limit in limits:
+            if limit.key is not None:
+                raise ConfigurationError(
+                    f"queue {queue!r}: limit {limit.name!r} has a key, computed from a "
+                    "workflow's input; give it to the workflows instead"
+                )
+        self._queue_limits[queue] = limits
+
+    @property
+    def limits(self) -> Mapping[str, Limit]:
+        """The shared limits, by name."""
+        return MappingProxyType(self._limits)
+
+    def limits_of(self, workflow: Workflow[Any, Any] | None, queue: str) -> tuple[Limit, ...]:
+        """The shared limits of a run of ``workflow`` in ``queue``: its workflow's, then
+        its queue's, each once."""
+        own = workflow.limits if workflow is not None else ()
+        return own + tuple(limit for limit in self._queue_limits.get(queue, ()) if limit not in own)
 
     @property
     def workflows(self) -> Mapping[str, Workflow[Any, Any]]:
@@ -131,6 +184,9 @@ class Registry:
                         registered_rate_limits(
                             workflow.rate_limit, self._queue_rate_limits.get(workflow.queue)
                         )
+                    ),
+                    limits=json.dumps(
+                        [limit.to_json() for limit in self.limits_of(workflow, workflow.queue)]
                     ),
                 )
             )

@@ -55,6 +55,15 @@ async def test_a_record_keeps_the_rate_limits_its_worker_defines(
     assert [w.rate_limits for w in await backend.list_workflows()] == [limits, None]
 
 
+async def test_a_record_keeps_the_shared_limits_of_its_runs(
+    backend: Backend, clock: ManualClock
+) -> None:
+    limits = '[{"name": "partner", "max_concurrency": 3, "rate": null, "keyed": false}]'
+    defined = replace(info("charge"), limits=limits)
+    await backend.sync_registry("shop", [defined, info("old")], clock.now(), GRACE)
+    assert [w.limits for w in await backend.list_workflows()] == [limits, None]
+
+
 async def test_a_later_sync_replaces_a_record(backend: Backend, clock: ManualClock) -> None:
     now = clock.now()
     await backend.sync_registry("shop", [info("charge")], now, GRACE)

@@ -52,6 +52,13 @@ def make_pool(url: str | None = None) -> Workpool:
     async def held(ctx: RunContext, name: str) -> str:
         return name
 
+    # Runs of the queue "held" wait: one holds the limit's place, the others wait at it.
+    partner = pool.limit("partner-api", max_concurrency=1, rate=RateLimit(50))
+
+    @pool.workflow(queue="held", max_concurrency=None, limits=[partner])
+    async def call_partner(ctx: RunContext, name: str) -> str:
+        return name
+
     @pool.workflow(queue="work", max_concurrency=None)
     async def fulfil(ctx: RunContext, order: str) -> str:
         stock = await ctx.step.run("reserve", reserve, order)

@@ -24,6 +24,18 @@ async def test_the_registry_shows_limits_and_retry_policies(site: Site, page: Pa
     await expect(page.locator('tr[data-workflow="tick"] td.num')).to_have_text("1")
 
 
+async def test_a_shared_limit_shows_its_runs_in_use_and_waiting(site: Site, page: Page) -> None:
+    workflow = site.pool.workflows["call_partner"]
+    await site.pool.enqueue_many([workflow.prepare(f"call {n}") for n in range(3)])
+    await page.goto(f"{site.url}workflows")
+    row = page.locator('tr[data-limit="partner-api"]')
+    await expect(row.locator('[data-field="in-use"]')).to_have_text("1")
+    await expect(row.locator('[data-field="waiting"]')).to_have_text("2")
+    await expect(row).to_contain_text("50 per 1 s")
+    await row.get_by_role("link", name="call_partner").click()
+    await expect(page).to_have_url(f"{site.url}runs?workflow=call_partner")
+
+
 async def test_a_cron_shows_its_next_tick_and_its_last_ones(site: Site, page: Page) -> None:
     await page.goto(f"{site.url}workflows")
     cron = page.locator('[data-cron="tick:0"]')

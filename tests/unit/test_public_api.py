@@ -9,6 +9,8 @@ EXPECTED = {
     "Workflow",
     "PreparedRun",
     "RetryPolicy",
+    "Limit",
+    "LimitUsage",
     "RunContext",
     "RunHandle",
     "Run",

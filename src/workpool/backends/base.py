@@ -33,6 +33,7 @@ from workpool.backends.contract.leases import (
     SetAside,
 )
 from workpool.backends.contract.reads import (
+    GateUsage,
     PairActivity,
     PairCounters,
     PeriodCounters,
@@ -53,6 +54,7 @@ from workpool.backends.contract.runs import (
     TERMINAL_STATES,
     CompletionHook,
     Enqueued,
+    GateSpec,
     NewRun,
     RateLimitSpec,
     RunRecord,
@@ -92,6 +94,7 @@ __all__ = [
     "EventSent",
     "EventValue",
     "CompletionHook",
+    "GateSpec",
     "RateLimitSpec",
     "NewRun",
     "NewBatch",
@@ -102,6 +105,7 @@ __all__ = [
     "PairActivity",
     "PairCounters",
     "PeriodCounters",
+    "GateUsage",
     "WorkerRecord",
     "StatsSnapshot",
     "RerunStatus",

@@ -7,6 +7,7 @@ import click
 from workpool.cli.acting import cancel, delete, failures, retry
 from workpool.cli.cron import cron
 from workpool.cli.dashboard import dashboard
+from workpool.cli.limits import limits
 from workpool.cli.migrate import migrate
 from workpool.cli.pausing import pause, resume, run_now
 from workpool.cli.queues import queues
@@ -29,6 +30,7 @@ cli.add_command(runs)
 cli.add_command(steps)
 cli.add_command(stats)
 cli.add_command(workflows)
+cli.add_command(limits)
 cli.add_command(cron)
 cli.add_command(dashboard)
 cli.add_command(migrate)

@@ -11,8 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from workpool.app import Workpool
 from workpool.cli.common import JSON_OPTION, URL_OPTION, console, echo_json, run_with_pool
 from workpool.cli.formatting import NONE, duration, jsonable, percent, short_time, table
+from workpool.cli.limits import limits_table
+from workpool.limits import LimitUsage
 from workpool.models import RegisteredWorkflow
 from workpool.stats import MAX_WINDOW, Figures, Stats
 from workpool.validation import short_repr
@@ -59,15 +62,22 @@ def stats(
     run has waited, then for the window: executions (attempts that ended), error rate
     ((retries + failures) / executions), permanent failure rate (failed for good /
     runs that ended) and average run time of an attempt. Outcomes are counted per
-    minute: the window covers every minute it touches.
+    minute: the window covers every minute it touches. Last, the shared limits' runs in
+    use and waiting (as ``workpool limits``), if there are any.
     """
-    figures: Stats = run_with_pool(
-        url, lambda pool: pool.stats(window, queue=queue, workflow=workflow)
-    )
+
+    async def read(pool: Workpool) -> tuple[Stats, list[LimitUsage]]:
+        return await pool.stats(window, queue=queue, workflow=workflow), await pool.limit_usage()
+
+    figures, limits = run_with_pool(url, read)
     if as_json:
-        echo_json(jsonable(figures))
+        echo_json({**jsonable(figures), "limits": jsonable(limits)})
         return
-    _print_stats(console(), figures, queue, workflow)
+    out = console()
+    _print_stats(out, figures, queue, workflow)
+    if limits:
+        out.print()
+        out.print(limits_table(limits))
 
 
 def _print_stats(out: Console, figures: Stats, queue: str | None, workflow: str | None) -> None:

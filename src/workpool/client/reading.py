@@ -16,6 +16,7 @@ from workpool.decoding import (
 )
 from workpool.errors import ConfigurationError, RunNotFoundError
 from workpool.history import History, bounds, summarize_history
+from workpool.limits import GATE_PREFIX, LimitUsage, limit_usage
 from workpool.models import RegisteredWorkflow, Run, RunList, RunState, SkippedTick, Step
 from workpool.stats import MAX_WINDOW, Stats, summarize
 from workpool.sync import sync_twin
@@ -132,6 +133,15 @@ class Reading(ClientBase):
         backend = await self.backend()
         return [registered_workflow(info) for info in await backend.list_workflows()]
 
+    async def limit_usage(self) -> list[LimitUsage]:
+        """Each shared limit (``Workpool.limit``) now, by name: its runs in use and
+        waiting (every key together) and the registered workflows it covers. Limits
+        this pool defines and those the registry records are listed even when idle."""
+        backend = await self.backend()
+        gates = await backend.get_gates(GATE_PREFIX)
+        registered = [registered_workflow(info) for info in await backend.list_workflows()]
+        return limit_usage(gates, registered, self.registry.limits)
+
     async def list_skipped_ticks(
         self, *, workflow: str | None = None, limit: int = 50
     ) -> list[SkippedTick]:
@@ -153,4 +163,5 @@ class Reading(ClientBase):
     stats_sync = sync_twin(stats, "pool")
     history_sync = sync_twin(history, "pool")
     list_workflows_sync = sync_twin(list_workflows, "pool")
+    limit_usage_sync = sync_twin(limit_usage, "pool")
     list_skipped_ticks_sync = sync_twin(list_skipped_ticks, "pool")

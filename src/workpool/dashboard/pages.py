@@ -101,8 +101,15 @@ class Pages:
         chosen = range_named(request.query_params.get("range"))
         names = [view.registered.name for view in views]
         throughput = await read_throughput(self.pool, chosen, names)
+        limits = await self.pool.limit_usage()
         at = self.pool.settings.clock.now()
-        context = {"nav": "workflows", "workflows": views, "throughput": throughput, "at": at}
+        context = {
+            "nav": "workflows",
+            "workflows": views,
+            "throughput": throughput,
+            "limits": limits,
+            "at": at,
+        }
         return self.renderer.page(request, "workflows.html", context)
 
 

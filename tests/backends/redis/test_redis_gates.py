@@ -12,7 +12,7 @@ import pytest
 from redis.asyncio import Redis
 from tests.backends.redis.test_redis_backend import CommandCounter
 
-from workpool.backends.base import Finish, NewRun, RateLimitSpec
+from workpool.backends.base import Finish, GateSpec, NewRun, RateLimitSpec
 from workpool.backends.redis import codec, sources
 from workpool.backends.redis.backend import RedisBackend
 from workpool.backends.redis.keys import Keys, gate_id
@@ -44,21 +44,24 @@ def test_runs_travel_as_run_fields_values_each() -> None:
         assert len(codec.encode_runs([run], NOW)) == codec.RUN_FIELDS
 
     # max_concurrency, concurrency key, the rate limits, the timeout, the rank, the
-    # debounce key and its latest start, the trace context, the deadline (the last field)
+    # debounce key and its latest start, the trace context, the deadline, the shared
+    # gates (the last field)
     def tail(run: NewRun) -> list[str]:
-        return codec.encode_runs([run], NOW)[-10:-2]
+        return codec.encode_runs([run], NOW)[-11:-3]
 
     assert tail(gated)[-8:-5] == ["2", ":k", ""]
     assert tail(replace(gated, concurrency_key=""))[-8:-6] == ["2", ":"]
-    assert codec.encode_runs([a_run("plain")], NOW)[-10:] == [""] * 10
+    assert codec.encode_runs([a_run("plain")], NOW)[-11:] == [""] * 11
     assert tail(limited)[-6] == '[["l",2,10.0]]'
     assert tail(replace(gated, timeout=1.5))[-5] == "1.5"
     urgent = replace(gated, priority=-3, rank_offset=-3 * 2.0**33)
     assert tail(urgent)[-4:-2] == ["-3", repr(-3 * 2.0**33)]
     debounced = replace(gated, debounce_key="k", debounce_until=NOW + 9)
     assert tail(debounced)[-2:] == ["k", repr(NOW + 9)]
-    assert codec.encode_runs([replace(gated, trace_context="T")], NOW)[-2] == "T"
-    assert codec.encode_runs([replace(gated, deadline=NOW + 5)], NOW)[-1] == repr(NOW + 5)
+    assert codec.encode_runs([replace(gated, trace_context="T")], NOW)[-3] == "T"
+    assert codec.encode_runs([replace(gated, deadline=NOW + 5)], NOW)[-2] == repr(NOW + 5)
+    shared = replace(gated, gates=(GateSpec("limit:1:p:", 3),))
+    assert codec.encode_runs([shared], NOW)[-1] == '[["limit:1:p:",3]]'
 
 
 async def test_an_idle_gate_leaves_nothing_behind(

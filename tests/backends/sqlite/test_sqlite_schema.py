@@ -59,7 +59,9 @@ HOT_QUERIES = (
     "leave_gate",
     "count_admitted",
     "gate_admitted",
-    "admit_waiting",
+    "first_waiting",
+    "admit_runs",
+    "wait_at_gate",
     "listed_ids",
     "listed_ids_after",
     "runs_by_ids",
@@ -123,6 +125,7 @@ SAMPLE_PARAMETERS = {
     "idempotency_key": None,
     "timeout": None,
     "deadline": None,
+    "gate_list": None,
     "progress": "{}",
     "batch": 100,
     "limit": 10,
@@ -186,7 +189,7 @@ async def test_opening_a_new_file_migrates_it_to_the_latest_version(tmp_path: Pa
         mode = connection.execute("PRAGMA journal_mode").fetchone()[0]
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_schema")}
     connection.close()
-    assert version == load_migrations()[-1].version == 20
+    assert version == load_migrations()[-1].version == 21
     assert mode == "wal"
     assert {"runs", "idempotency_keys", "runs_claimable", "steps", "workers", "wakeups"} <= tables
     assert {"events", "events_by_key", "published"} <= tables
@@ -296,7 +299,7 @@ def test_claims_and_gates_read_runs_in_rank_order_from_their_index() -> None:
     assert "available_at - rank_offset)" in indexes["runs_waiting_by_gate"]
     for name, index in (
         ("claimable_in_pair", "runs_claimable"),
-        ("admit_waiting", "runs_waiting_by_gate"),
+        ("first_waiting", "runs_waiting_by_gate"),
     ):
         assert "ORDER BY available_at - rank_offset" in load_queries()[name]
         query = "EXPLAIN QUERY PLAN " + load_queries()[name]

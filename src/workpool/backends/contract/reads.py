@@ -102,6 +102,18 @@ class StatsSnapshot:
     """The live workers (unexpired at ``now``), by id."""
 
 
+@dataclass(frozen=True, slots=True)
+class GateUsage:
+    """A gate as ``get_gates`` reads it."""
+
+    gate: str
+    admitted: int
+    """Runs holding a place now (queued to be claimed, or running)."""
+    waiting: int
+    """Runs waiting at it (queued, not admitted). A run under several gates waits at one
+    at a time: the first that was full when it was last examined."""
+
+
 class Reads(Protocol):
     """Reads of runs and their counts; none writes."""
 
@@ -132,6 +144,11 @@ class Reads(Protocol):
         """Active counts per (queue, workflow), counters of the minutes from the one
         holding ``since`` to the one holding ``now``, and each queue's oldest claimable
         run. One read; its cost grows with the pairs and the minutes, not the history."""
+        ...
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        """Every gate whose id starts with ``prefix`` that has admitted or waiting runs,
+        by id. One read; its cost grows with those gates and their waiting runs."""
         ...
 
     async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:

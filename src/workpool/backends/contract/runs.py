@@ -81,6 +81,15 @@ class RateLimitSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class GateSpec:
+    """A concurrency gate shared by the runs that name it: at most ``limit`` admitted."""
+
+    gate: str
+    """Its id (``limit:...``: workflows' own gates are ``<len>:<workflow>:<key>``)."""
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class NewRun:
     """A run to store. The id is chosen by the caller (so batches need no round trip);
     it must not contain ``:`` (Redis keys of a run's steps and children append to it).
@@ -108,6 +117,9 @@ class NewRun:
     """Scopes ``max_concurrency``: runs with different keys do not limit each other."""
     rate_limits: tuple[RateLimitSpec, ...] = ()
     """The limiters this run's starts count against (see ``enqueue.py``)."""
+    gates: tuple[GateSpec, ...] = ()
+    """More gates the run must be admitted at besides its workflow's (shared limits;
+    see "Several gates" in ``enqueue.py``); distinct ids, none a workflow's gate."""
     timeout: float | None = None
     """Seconds one attempt may execute (stored, returned with claims); None: the
     worker applies its workflow's limit, if any."""
@@ -189,6 +201,9 @@ class RunRecord:
     rerun_from: str | None = None
     """JSON text ``{"step", "reason", "at", "count"}`` of the latest ``rerun_from_step``
     (``count``: how many so far), or None."""
+    gate: str | None = None
+    """The id of its gate (under several: the one it waits at, or last waited at), whose
+    limit ``max_concurrency`` is; None: not gated."""
     rate_reserved: bool = False
     """Scheduled at the start its rate limits reserved for it (not yet used): it waits
     for a rate limit, not for a time its enqueuer gave."""

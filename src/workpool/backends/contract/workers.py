@@ -47,6 +47,10 @@ class WorkflowInfo:
     """JSON text of the rate limits the worker's code sets on its runs (a list of
     {"scope": "workflow" or "queue", "count", "per" (seconds), "keyed"}); None when a
     version that did not record them registered it."""
+    limits: str | None = None
+    """JSON text of the shared limits its runs count against (a list of {"name",
+    "max_concurrency", "rate": {"count", "per"} or null, "keyed"}); None when a version
+    that did not record them registered it."""
 
 
 class Workers(Protocol):

@@ -24,6 +24,7 @@ from workpool.backends.base import (
     EventSent,
     EventValue,
     Finish,
+    GateUsage,
     Lease,
     NewBatch,
     NewRun,
@@ -352,6 +353,10 @@ class PostgresBackend(PostgresRecovery):
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         """See ``Backend.get_stats``: reads in one snapshot."""
         return await self._read(lambda reads: reads.get_stats(since, now))
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        """See ``Backend.get_gates``: one read."""
+        return await self._read(lambda reads: reads.get_gates(prefix))
 
     async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
         """See ``Backend.get_counters``: one read."""

@@ -8,8 +8,9 @@ parameter, and in transaction mode a session's settings would not follow it from
 transaction to the next. ``open`` connects once on its own first, so an
 unreachable server or a bad URL fails at once, and migrates the schema on that
 connection. A transaction that PostgreSQL aborts to break a deadlock between two
-operations (each locks rows the other needs) wrote nothing, so it is run again, up to
-``DEADLOCK_RETRIES`` times. A pooled connection found dead at BEGIN (the server
+operations (each locks rows the other needs), or that found a gate locked that it
+locks out of order (``NOWAIT``, see ``operations/admission.py``), wrote nothing, so it
+is run again, up to ``DEADLOCK_RETRIES`` times. A pooled connection found dead at BEGIN (the server
 restarted, or ended that session) is replaced at once; any other lost connection is the
 caller's outage
 (``BackendUnavailableError``), as a Redis or SQLite error is.
@@ -38,7 +39,8 @@ POOL_SIZE = 10
 CONNECT_SECONDS = 10.0
 """How long opening a connection, or waiting for a pooled one, may take."""
 DEADLOCK_RETRIES = 20
-"""How many times a transaction aborted by a deadlock or serialization failure is re-run."""
+"""How many times a transaction aborted by a deadlock, a serialization failure or a lock
+not available is re-run."""
 
 
 class Database:
@@ -84,7 +86,11 @@ class Database:
                 stale += 1
                 if stale > POOL_SIZE + URGENT_SLOTS:
                     raise unavailable(self.target, error.__cause__ or error) from error
-            except (errors.DeadlockDetected, errors.SerializationFailure) as error:
+            except (
+                errors.DeadlockDetected,
+                errors.SerializationFailure,
+                errors.LockNotAvailable,
+            ) as error:
                 attempt += 1
                 if attempt > DEADLOCK_RETRIES:
                     raise unavailable(self.target, error) from error

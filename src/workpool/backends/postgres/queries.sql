@@ -30,12 +30,12 @@ WHERE workflow = %(workflow)s AND key = %(key)s AND run_id = %(run_id)s;
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context, deadline
+    rank_offset, trace_context, deadline, gate_list
 ) VALUES (
     %(id)s, %(workflow)s, %(queue)s, %(status)s, %(input)s, %(retry)s, %(hooks)s, %(now)s,
     %(available_at)s, %(idempotency_key)s, %(parent_run_id)s, %(parent_step)s, %(gate)s,
     %(gate_limit)s, %(gate)s::text IS NULL, %(rate_limits)s, %(timeout)s, %(priority)s,
-    %(rank_offset)s, %(trace_context)s, %(deadline)s
+    %(rank_offset)s, %(trace_context)s, %(deadline)s, %(gate_list)s
 )
 ON CONFLICT (id) DO NOTHING
 RETURNING id;
@@ -465,10 +465,10 @@ SELECT
 FROM runs WHERE id = %(id)s;
 
 -- name: leave_gate
--- If run :id holds a place at its gate, give it up; returns the gate and limit if so.
+-- If run :id holds a place at its gates, give them up; returns its gates if so.
 UPDATE runs SET admitted = false
 WHERE id = %(id)s AND gate IS NOT NULL AND admitted AND status IN ('queued', 'running')
-RETURNING gate, gate_limit;
+RETURNING gate, gate_limit, gate_list;
 
 -- name: count_admitted
 -- Add :delta to the number of runs :gate admits now (the gate's row stays locked).
@@ -482,17 +482,26 @@ INSERT INTO gates (gate, admitted) VALUES (%(gate)s, 0)
 ON CONFLICT (gate) DO UPDATE SET admitted = gates.admitted
 RETURNING admitted;
 
--- name: admit_waiting
--- Admit up to :room of :gate's waiting runs, smallest rank first; returns their queues.
-UPDATE runs SET admitted = true
-WHERE id IN (
-    SELECT id FROM runs
-    WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s AND NOT set_aside
-    ORDER BY available_at - rank_offset
-    LIMIT %(room)s
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING queue;
+-- name: first_waiting
+-- Up to :room of :gate's waiting runs, smallest rank first, with their gates (locked).
+SELECT id, queue, gate, gate_limit, gate_list FROM runs
+WHERE status = 'queued' AND NOT admitted AND gate = %(gate)s AND NOT set_aside
+ORDER BY available_at - rank_offset
+LIMIT %(room)s
+FOR UPDATE SKIP LOCKED;
+
+-- name: admit_runs
+-- Admit the waiting runs :ids, which every gate of theirs has room for.
+UPDATE runs SET admitted = true WHERE id = ANY(%(ids)s::text[]);
+
+-- name: wait_at_gate
+-- Run :id, waiting, waits at :gate (limit :gate_limit) from now: that gate is full.
+UPDATE runs SET gate = %(gate)s, gate_limit = %(gate_limit)s WHERE id = %(id)s;
+
+-- name: other_gate_admitted
+-- How many runs :gate admits now (no row: none), its row locked without waiting: a
+-- transaction holding it makes this one fail and run again (see admission.py).
+SELECT admitted FROM gates WHERE gate = %(gate)s FOR UPDATE NOWAIT;
 
 -- name: get_queue
 -- The settings of queue :queue (no row: none set).
@@ -527,10 +536,12 @@ DELETE FROM workflows WHERE name = %(name)s;
 
 -- name: register_workflow
 -- Store the definition of workflow :name, replacing an earlier one.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
 VALUES (
     %(name)s, %(app)s, %(queue)s, %(max_concurrency)s, %(retry)s, %(cron)s, %(rate_limits)s,
-    %(now)s
+    %(limits)s, %(now)s
 )
 ON CONFLICT (name) DO UPDATE SET
     app = excluded.app,
@@ -539,11 +550,12 @@ ON CONFLICT (name) DO UPDATE SET
     retry = excluded.retry,
     cron = excluded.cron,
     rate_limits = excluded.rate_limits,
+    limits = excluded.limits,
     updated_at = excluded.updated_at;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
-SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at
+SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
 FROM workflows ORDER BY name;
 
 -- name: take_lease
@@ -705,7 +717,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline, rerun_from,
+    timeout, progress, batch_id, deadline, rerun_from, gate,
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved
 FROM runs WHERE id = ANY(%(ids)s::text[]) AND NOT set_aside
@@ -859,11 +871,11 @@ FROM runs WHERE id = %(id)s FOR UPDATE;
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset, gate_list
 )
 SELECT
     %(new_id)s, workflow, queue, 'queued', input, retry, hooks, %(now)s, %(now)s, gate,
-    gate_limit, gate IS NULL, rate_limits, id, timeout, priority, rank_offset
+    gate_limit, gate IS NULL, rate_limits, id, timeout, priority, rank_offset, gate_list
 FROM runs WHERE id = %(id)s
 ON CONFLICT (id) DO NOTHING
 RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved;
@@ -977,7 +989,7 @@ SELECT
     (status = 'queued' AND gate IS NOT NULL AND NOT admitted) AS waiting_at_gate,
     (status = 'scheduled' AND rate_reserved) AS rate_reserved,
     rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
-    hooks
+    hooks, gate_list
 FROM runs WHERE id = ANY(%(ids)s::text[]);
 
 -- name: set_aside
@@ -987,10 +999,12 @@ UPDATE runs SET set_aside = true, lease_expires_at = NULL WHERE id = %(id)s;
 
 -- name: restore_workflow
 -- Store the definition of workflow :name unless a record of that name exists.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
 VALUES (
     %(name)s, %(app)s, %(queue)s, %(max_concurrency)s, %(retry)s, %(cron)s, %(rate_limits)s,
-    %(now)s
+    %(limits)s, %(now)s
 )
 ON CONFLICT (name) DO NOTHING;
 
@@ -1100,12 +1114,12 @@ FOR UPDATE;
 -- of run id (as insert_rerun); the runs stored.
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset, gate_list
 )
 SELECT
     pairs.new_id, r.workflow, r.queue, 'queued', r.input, r.retry, r.hooks, %(now)s,
     %(now)s, r.gate, r.gate_limit, r.gate IS NULL, r.rate_limits, r.id, r.timeout,
-    r.priority, r.rank_offset
+    r.priority, r.rank_offset, r.gate_list
 FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
 JOIN runs AS r ON r.id = pairs.id
 ON CONFLICT (id) DO NOTHING
@@ -1116,3 +1130,14 @@ RETURNING id, queue, status, gate, gate_limit, rate_limits, rate_reserved, retry
 UPDATE runs SET retried_as = pairs.new_id
 FROM unnest(%(ids)s::text[], %(new_ids)s::text[]) AS pairs (id, new_id)
 WHERE runs.id = pairs.id;
+
+-- name: gates_with_prefix
+-- Admitted and waiting runs of each gate whose id starts with :prefix.
+SELECT gate, sum(admitted)::bigint AS admitted, sum(waiting)::bigint AS waiting FROM (
+    SELECT gate, admitted, 0 AS waiting FROM gates
+    WHERE starts_with(gate, %(prefix)s) AND admitted > 0
+    UNION ALL
+    SELECT gate, 0, count(*) FROM runs
+    WHERE status = 'queued' AND NOT admitted AND NOT set_aside AND starts_with(gate, %(prefix)s)
+    GROUP BY gate
+) AS usage GROUP BY gate ORDER BY gate COLLATE "C";

@@ -12,6 +12,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow
 
 from workpool.backends.base import (
+    GateUsage,
     PairActivity,
     PairCounters,
     PeriodCounters,
@@ -108,6 +109,13 @@ class Reads:
         return StatsSnapshot(
             activity=activity, counters=counters, oldest_claimable=oldest, workers=workers
         )
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        """See ``Backend.get_gates``."""
+        rows = await self.all("gates_with_prefix", prefix=prefix)
+        return [
+            GateUsage(str(row["gate"]), int(row["admitted"]), int(row["waiting"])) for row in rows
+        ]
 
     async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
         """See ``Backend.get_counters``: one range of a counters table's primary key,

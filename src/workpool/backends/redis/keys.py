@@ -18,7 +18,10 @@ builds the same names from that tag (passed as ``KEYS[1]``)::
                                            parent_step (the parent's step awaiting it),
                                            and for a gated run: gate (its gate id),
                                            gate_limit (its max_concurrency) and
-                                           admitted ('1' while it holds a place); for a
+                                           admitted ('1' while it holds a place), and
+                                           under several gates (shared limits): gate_list
+                                           (JSON [[gate, limit], ...] in id order; gate
+                                           is then the one it waits at); for a
                                            run with rate limits: rate (JSON text of
                                            [[limiter id, count, per], ...]) and
                                            rate_reserved ('1' while it is scheduled at a

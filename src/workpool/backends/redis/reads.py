@@ -10,6 +10,7 @@ from workpool.backends.base import (
     BatchRecord,
     EventValue,
     PeriodCounters,
+    GateUsage,
     QueueSettings,
     RunPage,
     RunRecord,
@@ -107,6 +108,14 @@ class RedisReads:
     async def get_stats(self, since: float, now: float) -> StatsSnapshot:
         first, last = (math.floor(moment / 60) * 60 for moment in (since, now))
         return codec.decode_stats(*await self._scripts.get_stats(first, last), now)
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        flat = await self._scripts.get_gates(prefix)
+        found = [
+            GateUsage(str(flat[i]), int(flat[i + 1]), int(flat[i + 2]))
+            for i in range(0, len(flat), 3)
+        ]
+        return sorted(found, key=lambda usage: usage.gate)
 
     async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:
         rows = counter_rows(since, now, period)

@@ -42,6 +42,7 @@ OPERATIONS = (
     "list_runs",
     "get_stats",
     "get_counters",
+    "get_gates",
     "purge",
     "rerun",
     "rerun_from_step",
@@ -69,6 +70,7 @@ REPEATABLE = frozenset(
         "list_runs",
         "get_stats",
         "get_counters",
+        "get_gates",
         "heartbeat",
         "restore_registry",  # HSETNX: a repeat finds the records stored
         "list_skipped_ticks",
@@ -145,6 +147,7 @@ class Scripts:
         self._list_runs = Script(link, tag, "list_runs")
         self._get_stats = Script(link, tag, "get_stats")
         self._get_counters = Script(link, tag, "get_counters")
+        self._get_gates = Script(link, tag, "get_gates")
         self._purge = Script(link, tag, "purge")
         self._rerun = Script(link, tag, "rerun")
         self._rerun_from_step = Script(link, tag, "rerun_from_step")
@@ -332,6 +335,11 @@ class Scripts:
         """(activity, counters, oldest, worker records) as flat lists; see get_stats.lua."""
         activity, counters, oldest, workers = await self._get_stats([first_minute, last_minute])
         return activity, counters, oldest, workers
+
+    async def get_gates(self, prefix: str) -> list[Any]:
+        """Flat (gate, admitted, waiting) triples of the gates whose id starts with
+        ``prefix``; see get_gates.lua."""
+        return list(await self._get_gates([prefix]))
 
     async def get_counters(self, first: int, last: int, period: int, hourly: bool) -> list[Any]:
         """Per period, its start then its counters' summed fields and values (a flat

@@ -37,6 +37,7 @@ LIBRARY = (
     "ready",
     "waking",
     "counters",
+    "several",
     "gates",
     "queues",
     "aside",

@@ -23,6 +23,7 @@ from workpool.backends.base import (
     EventSent,
     EventValue,
     Finish,
+    GateUsage,
     Lease,
     NewBatch,
     NewRun,
@@ -385,6 +386,12 @@ class SQLiteBackend(SQLiteRecovery):
         """See ``Backend.get_stats``: three reads in one read transaction."""
         return await self._thread.snapshot(
             lambda connection: reads.get_stats(connection, self._queries, since, now)
+        )
+
+    async def get_gates(self, prefix: str) -> list[GateUsage]:
+        """See ``Backend.get_gates``: one read."""
+        return await self._thread.snapshot(
+            lambda connection: reads.get_gates(connection, self._queries, prefix)
         )
 
     async def get_counters(self, since: float, now: float, period: int) -> list[PeriodCounters]:

@@ -20,11 +20,11 @@ ON CONFLICT (workflow, key) DO UPDATE SET run_id = excluded.run_id, expires_at =
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, idempotency_key,
     parent_run_id, parent_step, gate, gate_limit, admitted, rate_limits, timeout, priority,
-    rank_offset, trace_context, deadline
+    rank_offset, trace_context, deadline, gate_list
 ) VALUES (
     :id, :workflow, :queue, :status, :input, :retry, :hooks, :now, :available_at, :idempotency_key,
     :parent_run_id, :parent_step, :gate, :gate_limit, :gate IS NULL, :rate_limits, :timeout,
-    :priority, :rank_offset, :trace_context, :deadline
+    :priority, :rank_offset, :trace_context, :deadline, :gate_list
 )
 ON CONFLICT (id) DO NOTHING;
 
@@ -121,6 +121,7 @@ AND (deadline IS NULL OR typeof(deadline) IN ('integer', 'real')
 AND (gate_limit IS NULL OR typeof(gate_limit) = 'integer'
     AND gate_limit BETWEEN -9007199254740991 AND 9007199254740991)
 AND (gate IS NULL OR gate_limit IS NOT NULL)
+AND (gate_list IS NULL OR typeof(gate_list) = 'text' AND json_valid(gate_list))
 AND typeof(coalesce(output, '')) = 'text' AND typeof(coalesce(error, '')) = 'text'
 AND typeof(coalesce(retry, '')) = 'text' AND typeof(coalesce(cancel_reason, '')) = 'text'
 AND typeof(coalesce(idempotency_key, '')) = 'text'
@@ -139,7 +140,8 @@ SELECT
     timeout, progress, batch_id, deadline, rerun_from,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved,
-    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by
+    rank_offset, attempt_time, has_steps, resuming, gate, admitted, trace_context, woken_by,
+    gate_list
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids));
 
 -- name: set_aside
@@ -482,10 +484,10 @@ SELECT
 FROM runs WHERE id = :id;
 
 -- name: leave_gate
--- If run :id holds a place at its gate, give it up; returns the gate and limit if so.
+-- If run :id holds a place at its gates, give them up; returns its gates if so.
 UPDATE runs SET admitted = 0
 WHERE id = :id AND gate IS NOT NULL AND admitted = 1 AND status IN ('queued', 'running')
-RETURNING gate, gate_limit;
+RETURNING gate, gate_limit, gate_list;
 
 -- name: count_admitted
 -- Add :delta to the number of runs :gate admits now.
@@ -496,16 +498,20 @@ ON CONFLICT (gate) DO UPDATE SET admitted = admitted + :delta;
 -- How many runs :gate admits now (no row: none).
 SELECT admitted FROM gates WHERE gate = :gate;
 
--- name: admit_waiting
--- Admit up to :room of :gate's waiting runs, smallest rank first; returns their queues.
-UPDATE runs SET admitted = 1
-WHERE id IN (
-    SELECT id FROM runs
-    WHERE status = 'queued' AND admitted = 0 AND gate = :gate
-    ORDER BY available_at - rank_offset
-    LIMIT :room
-)
-RETURNING queue;
+-- name: first_waiting
+-- Up to :room of :gate's waiting runs, smallest rank first, with their gates.
+SELECT id, queue, gate, gate_limit, gate_list FROM runs
+WHERE status = 'queued' AND admitted = 0 AND gate = :gate
+ORDER BY available_at - rank_offset
+LIMIT :room;
+
+-- name: admit_runs
+-- Admit the waiting runs :ids (JSON array), which every gate of theirs has room for.
+UPDATE runs SET admitted = 1 WHERE id IN (SELECT value FROM json_each(:ids));
+
+-- name: wait_at_gate
+-- Run :id, waiting, waits at :gate (limit :gate_limit) from now: that gate is full.
+UPDATE runs SET gate = :gate, gate_limit = :gate_limit WHERE id = :id;
 
 -- name: get_queue
 -- The settings of queue :queue (no row: none set).
@@ -532,8 +538,10 @@ DELETE FROM workflows WHERE name = :name;
 
 -- name: register_workflow
 -- Store the definition of workflow :name, replacing an earlier one.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
-VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :limits, :now)
 ON CONFLICT (name) DO UPDATE SET
     app = excluded.app,
     queue = excluded.queue,
@@ -541,12 +549,15 @@ ON CONFLICT (name) DO UPDATE SET
     retry = excluded.retry,
     cron = excluded.cron,
     rate_limits = excluded.rate_limits,
+    limits = excluded.limits,
     updated_at = excluded.updated_at;
 
 -- name: restore_workflow
 -- Store the definition of workflow :name unless a record of that name exists.
-INSERT INTO workflows (name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at)
-VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :now)
+INSERT INTO workflows (
+    name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
+)
+VALUES (:name, :app, :queue, :max_concurrency, :retry, :cron, :rate_limits, :limits, :now)
 ON CONFLICT (name) DO NOTHING;
 
 -- name: unregistered_workflows
@@ -557,7 +568,7 @@ ORDER BY name;
 
 -- name: list_workflows
 -- Every registered workflow, by name.
-SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, updated_at
+SELECT name, app, queue, max_concurrency, retry, cron, rate_limits, limits, updated_at
 FROM workflows ORDER BY name;
 
 -- name: take_lease
@@ -724,7 +735,7 @@ SELECT
     id, workflow, queue, status, attempts, input, output, error, retry, created_at,
     available_at, started_at, finished_at, cancel_requested, cancel_reason, lease_losses,
     idempotency_key, parent_run_id, retry_of, retried_as, claims, run_time, gate_limit, priority,
-    timeout, progress, batch_id, deadline, rerun_from,
+    timeout, progress, batch_id, deadline, rerun_from, gate,
     status = 'queued' AND gate IS NOT NULL AND admitted = 0 AS waiting_at_gate,
     status = 'scheduled' AND rate_reserved = 1 AS rate_reserved
 FROM runs WHERE id IN (SELECT value FROM json_each(:ids)) AND isolate < 2
@@ -849,11 +860,11 @@ FROM runs WHERE id = :id;
 -- Store run :new_id queued at :now, a copy of run :id (fields of rerun_source).
 INSERT INTO runs (
     id, workflow, queue, status, input, retry, hooks, created_at, available_at, gate,
-    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset
+    gate_limit, admitted, rate_limits, retry_of, timeout, priority, rank_offset, gate_list
 )
 SELECT
     :new_id, workflow, queue, 'queued', input, retry, hooks, :now, :now, gate, gate_limit,
-    gate IS NULL, rate_limits, id, timeout, priority, rank_offset
+    gate IS NULL, rate_limits, id, timeout, priority, rank_offset, gate_list
 FROM runs WHERE id = :id
 ON CONFLICT (id) DO NOTHING
 RETURNING id, status, gate, gate_limit, rate_limits, rate_reserved;
@@ -1030,3 +1041,13 @@ FROM failure_groups ORDER BY workflow, error_type;
 SELECT id, status, error, created_at, retried_as, cancel_requested FROM runs
 WHERE id IN (SELECT value FROM json_each(:ids))
 ORDER BY id DESC;
+-- name: gates_in_range
+-- Admitted and waiting runs of each gate with an id from :low (included) to :high.
+SELECT gate, sum(admitted) AS admitted, sum(waiting) AS waiting FROM (
+    SELECT gate, admitted, 0 AS waiting FROM gates
+    WHERE gate >= :low AND gate < :high AND admitted > 0
+    UNION ALL
+    SELECT gate, 0, count(*) FROM runs
+    WHERE status = 'queued' AND admitted = 0 AND gate >= :low AND gate < :high
+    GROUP BY gate
+) GROUP BY gate ORDER BY gate;

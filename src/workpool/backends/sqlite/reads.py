@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from workpool.backends.base import (
     ACTIVE_STATES,
     TERMINAL_STATES,
+    GateUsage,
     PairActivity,
     PairCounters,
     PeriodCounters,
@@ -134,3 +135,12 @@ def _pair_counters(row: sqlite3.Row) -> PairCounters:
         canceled=int(row["canceled"]),
         retried=int(row["retried"]),
     )
+
+
+def get_gates(
+    connection: sqlite3.Connection, queries: Mapping[str, str], prefix: str
+) -> list[GateUsage]:
+    """See ``Backend.get_gates``: a range of the gates' key and of the waiting runs' index."""
+    high = prefix[:-1] + chr(ord(prefix[-1]) + 1) if prefix else "\U0010ffff"
+    rows = connection.execute(queries["gates_in_range"], {"low": prefix, "high": high})
+    return [GateUsage(str(row["gate"]), int(row["admitted"]), int(row["waiting"])) for row in rows]

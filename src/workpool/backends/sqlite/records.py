@@ -134,6 +134,7 @@ def run_record(row: Row) -> RunRecord:
         run_time=number(row, "run_time"),
         max_concurrency=None if row["gate_limit"] is None else integer(row, "gate_limit"),
         waiting_at_gate=flag(row, "waiting_at_gate"),
+        gate=optional_text(row, "gate"),
         rate_reserved=flag(row, "rate_reserved"),
         timeout=optional_number(row, "timeout"),
         deadline=optional_number(row, "deadline"),
@@ -240,6 +241,7 @@ def workflow_info(row: Row) -> WorkflowInfo:
         cron=str(row["cron"]),
         updated_at=float(row["updated_at"]),
         rate_limits=row["rate_limits"],
+        limits=row["limits"],
     )
 
 

@@ -93,6 +93,7 @@ class Admin(Ending):
             retry=workflow.retry,
             cron=workflow.cron,
             rate_limits=workflow.rate_limits,
+            limits=workflow.limits,
             now=now,
         )
 
@@ -233,7 +234,7 @@ class Admin(Ending):
         if action == "pause":
             left = await self._leave_gate(run_id)
             await self._run("pause_run", id=run_id)
-            await self._fill(*left)
+            await self._refill(left)
             return status
         query = "resume_run" if action == "resume" else "run_now"
         woken = await self._all(query, id=run_id, now=now)

@@ -6,6 +6,12 @@ locks in place of SQLite's single writer: a gate's row (``gates``) and a limiter
 admissions at one gate, and reservations of one limiter, happen one transaction at a
 time, and those of other gates and limiters do not wait. No statement reads the runs
 waiting at a full gate.
+
+A run under several gates (shared limits) is admitted at all or waits at the first full
+one, as on SQLite. The gates of the runs it finishes are locked first, in name order
+(``finishing.py``); a waiting run's other gates are locked ``NOWAIT`` when a gate admits
+it, out of that order: if another transaction holds one, this one fails before its
+commit and runs again (``database.py``), instead of the two waiting on each other.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from collections.abc import Sequence
 
 from workpool.backends.postgres.operations.transaction import Row, Transaction
 from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.admission import gates_of, sound_gates
 
 RATE_ROUNDING = 1e-6
 """Seconds: a reserved start this close to now is now (float error in TAT - tolerance)."""
@@ -23,18 +30,23 @@ RATE_ROUNDING = 1e-6
 class Admission(Transaction):
     """Gate places and rate reservations of runs joining or leaving ``queued``."""
 
-    async def _leave_gate(
-        self, run_id: str, *, gated: bool = True
-    ) -> tuple[str | None, int | None]:
-        """Give up the run's place at its gate, if it holds one; return (gate, limit)."""
+    async def _leave_gate(self, run_id: str, *, gated: bool = True) -> list[tuple[str, int]]:
+        """Give up the run's places at its gates, if it holds them; return each (gate,
+        limit) for ``_refill``."""
         if not gated:
-            return None, None
+            return []
         row = await self._one("leave_gate", id=run_id)
         if row is None:
-            return None, None
-        gate = str(row["gate"])
-        await self._run("count_admitted", gate=gate, delta=-1)
-        return gate, None if row["gate_limit"] is None else int(row["gate_limit"])
+            return []
+        left = sound_gates(row)  # (a run set aside may have a malformed list)
+        for gate, _ in left:
+            await self._run("count_admitted", gate=gate, delta=-1)
+        return left
+
+    async def _refill(self, left: Sequence[tuple[str, int]]) -> None:
+        """After a run left them: each gate admits its waiting runs, in gate order."""
+        for gate, limit in left:
+            await self._fill(gate, limit)
 
     async def _reserve_starts(self, rows: Sequence[Row], now: float) -> None:
         """For runs that just became queued: use a reservation made earlier, or make
@@ -83,9 +95,29 @@ class Admission(Transaction):
         if gate is None or limit is None:
             return
         room = limit - await self._admitted(gate)
-        if room <= 0:
-            return
-        admitted = await self._all("admit_waiting", gate=gate, room=room)
-        if admitted:
-            await self._run("count_admitted", gate=gate, delta=len(admitted))
-            self.woken.update(records.text(row, "queue") for row in admitted)
+        while room > 0:
+            waiting = await self._all("first_waiting", gate=gate, room=room)
+            if not waiting:
+                return
+            admit = [row for row in waiting if await self._all_admit(row, gate)]
+            if admit:
+                ids = [records.text(row, "id") for row in admit]
+                await self._run("admit_runs", ids=ids)
+                await self._run("count_admitted", gate=gate, delta=len(admit))
+                self.woken.update(records.text(row, "queue") for row in admit)
+            if len(admit) == len(waiting):
+                return
+            room -= len(admit)
+
+    async def _all_admit(self, row: Row, gate: str) -> bool:
+        """Whether every other gate of a run waiting at ``gate`` has room: if so take a
+        place at each; else move the run to wait at the first full one."""
+        others = [(other, limit) for other, limit in gates_of(row) if other != gate]
+        for other, limit in others:
+            held = await self._one("other_gate_admitted", gate=other)
+            if held is not None and int(held["admitted"]) >= limit:
+                await self._run("wait_at_gate", id=row["id"], gate=other, gate_limit=limit)
+                return False
+        for other, _ in others:
+            await self._run("count_admitted", gate=other, delta=1)
+        return True

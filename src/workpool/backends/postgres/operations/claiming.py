@@ -186,6 +186,6 @@ class Claiming(Ending):
         await self._run("set_aside", id=run_id)
         self._set_aside.append(SetAside(run_id, problem))
         if row["status"] in ("queued", "running"):
-            await self._fill(*await self._leave_gate(run_id))
+            await self._refill(await self._leave_gate(run_id))
         if row["status"] == "running":
             await self._left_running(str(row["queue"]))

@@ -56,7 +56,7 @@ class Ending(Batches):
         if status == "failed":
             group = error_type(records.optional_text(ended, "error"))
             self._failure(str(ended["workflow"]), group).add(run_id, now)
-        await self._fill(*left)
+        await self._refill(left)
         await self._fire_hooks(ended, now)
         if ended["batch_id"] is not None:
             await self._batch_run_ended(str(ended["batch_id"]), run_id, status, now)
@@ -120,7 +120,7 @@ class Ending(Batches):
         rows = await self._all(
             "requeue_run", id=run_id, now=now, lease_loss=lease_loss, resume=resume
         )
-        await self._fill(*left)
+        await self._refill(left)
         for row in rows:
             if row["gate"] is None:
                 self.woken.add(str(row["queue"]))

@@ -9,7 +9,7 @@ from workpool.backends.base import Enqueued, NewBatch, NewRun
 from workpool.backends.checks import check_new_runs
 from workpool.backends.postgres.operations.batches import Batches
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import gate_id
+from workpool.backends.sqlite.operations.admission import run_gates
 
 
 class Enqueueing(Batches):
@@ -81,9 +81,7 @@ class Enqueueing(Batches):
         if found is not None:
             return Enqueued(run_id=found, created=False)
         status = "queued" if run.available_at <= now else "scheduled"
-        gate = None
-        if run.max_concurrency is not None:
-            gate = gate_id(run.workflow, run.concurrency_key)
+        gate, gate_limit, gate_list = run_gates(run)
         inserted = await self._one(
             "insert_run",
             id=run.id,
@@ -99,7 +97,8 @@ class Enqueueing(Batches):
             parent_run_id=parent_run_id,
             parent_step=parent_step,
             gate=gate,
-            gate_limit=run.max_concurrency,
+            gate_limit=gate_limit,
+            gate_list=gate_list,
             rate_limits=records.encode_rate_limits(run.rate_limits),
             timeout=run.timeout,
             priority=run.priority,
@@ -119,7 +118,7 @@ class Enqueueing(Batches):
                 until=run.debounce_until,
             )
         if status == "queued":
-            await self._became_queued(run, gate, now)
+            await self._became_queued(run, gate, gate_limit, now)
         else:
             self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
@@ -183,7 +182,9 @@ class Enqueueing(Batches):
         self.woken.add(str(row["queue"]))
         return run_id
 
-    async def _became_queued(self, run: NewRun, gate: str | None, now: float) -> None:
+    async def _became_queued(
+        self, run: NewRun, gate: str | None, gate_limit: int | None, now: float
+    ) -> None:
         """A new run stored queued: reserve its start time, then its gate, then wake."""
         limits = records.encode_rate_limits(run.rate_limits)
         if limits is not None and await self._reserve_start(run.id, limits, now) > now:
@@ -191,7 +192,7 @@ class Enqueueing(Batches):
         if gate is None:
             self.woken.add(run.queue)
         else:
-            await self._fill(gate, run.max_concurrency)
+            await self._fill(gate, gate_limit)
 
 
 def _plain(run: NewRun) -> bool:
@@ -201,5 +202,6 @@ def _plain(run: NewRun) -> bool:
         run.idempotency_key is None
         and run.debounce_key is None
         and run.max_concurrency is None
+        and not run.gates
         and not run.rate_limits
     )

@@ -20,7 +20,7 @@ from workpool.backends.postgres.operations.transaction import (
     Row,
 )
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import gate_id
+from workpool.backends.sqlite.operations.admission import gate_id, sound_gates
 
 
 class Finishing(Ending):
@@ -109,8 +109,7 @@ class Finishing(Ending):
         """Lock the gates of the runs and of their gated hooks, in name order."""
         gates: set[str] = set()
         for row in rows:
-            if row["gate"] is not None:
-                gates.add(str(row["gate"]))
+            gates.update(gate for gate, _ in sound_gates(row))
             gates.update(
                 gate_id(hook.workflow, None)
                 for hook in records.decode_hooks(row)
@@ -149,7 +148,7 @@ class Finishing(Ending):
         elif entry.status == "attention":
             left = await self._leave_gate(run_id, gated=gated)
             await self._run("stop_run", id=run_id, error=entry.error, ran=ran)
-            await self._fill(*left)
+            await self._refill(left)
         else:
             error = entry.error if entry.status == "failed" else None
             await self._end(run_id, entry.status, now, error=error, ran=ran, gated=gated)
@@ -162,7 +161,7 @@ class Finishing(Ending):
         rows = await self._all(
             "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now, ran=ran
         )
-        await self._fill(*left)
+        await self._refill(left)
         for row in rows:
             self.woken.add(str(row["queue"]))
         await self._joined(rows, now)
@@ -185,11 +184,11 @@ class Finishing(Ending):
         if due:
             rows = await self._all("resume_now", id=run_id, now=now, ran=ran)
             self.woken.add(queue)
-            await self._fill(*left)
+            await self._refill(left)
             await self._joined(rows, now)
         else:
             await self._run("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
-            await self._fill(*left)
+            await self._refill(left)
 
     async def release(self, leases: Sequence[Lease], now: float, attempt_used: bool) -> None:
         """Queue held runs again now (or end them canceled if cancel was requested); the

@@ -21,6 +21,7 @@ from workpool.backends.base import (
     ClaimedRun,
     CompletionHook,
     Finish,
+    GateSpec,
     Lease,
     NewRun,
     RateLimitSpec,
@@ -32,7 +33,7 @@ from workpool.backends.redis.keys import gate_suffix
 from workpool.errors import CorruptRecordError
 from workpool.validation import MAX_COUNT
 
-RUN_FIELDS = 20
+RUN_FIELDS = 21
 """Flat values per run in ``encode_runs`` (RUN_FIELDS of ``lua/library/enqueueing.lua``)."""
 
 
@@ -66,8 +67,19 @@ def encode_runs(runs: Sequence[NewRun], now: float) -> list[str]:
             "" if run.debounce_until is None else seconds(run.debounce_until),
             run.trace_context or "",
             "" if run.deadline is None else seconds(run.deadline),
+            encode_gates(run.gates),
         )
     return args
+
+
+def encode_gates(gates: Sequence[GateSpec]) -> str:
+    """A run's shared gates as enqueue arguments: JSON text of [[gate, limit], ...], or
+    '' for none. Raises ValueError for a limit below 1."""
+    for gate in gates:
+        if isinstance(gate.limit, bool) or gate.limit < 1:
+            raise ValueError(f"gate {gate.gate!r}: limit must be a whole number >= 1")
+    pairs = [[gate.gate, gate.limit] for gate in gates]
+    return json.dumps(pairs, ensure_ascii=False, separators=(",", ":")) if pairs else ""
 
 
 def encode_rate_limits(limits: Sequence[RateLimitSpec]) -> str:
@@ -287,6 +299,7 @@ def decode_run(run_id: str, fields: Mapping[str, str]) -> RunRecord:
         executions=read.optional_integer("claims") or 0,
         run_time=read.optional_number("run_time") or 0.0,
         max_concurrency=read.optional_integer("gate_limit"),
+        gate=read.optional_text("gate"),
         waiting_at_gate=bool(fields.get("gate"))
         and fields.get("status") == "queued"
         and fields.get("admitted") != "1",

@@ -55,6 +55,7 @@ def encode_workflow(workflow: WorkflowInfo, now: float) -> str:
             "retry": workflow.retry,
             "cron": workflow.cron,
             "rate_limits": workflow.rate_limits,
+            "limits": workflow.limits,
             "updated_at": seconds(now),
         },
         ensure_ascii=False,
@@ -77,8 +78,10 @@ def decode_workflow(name: str, text: str) -> WorkflowInfo:
         record = json.loads(text)
         limit = record["max_concurrency"]
         rate_limits = record.get("rate_limits")  # absent: registered by an earlier version
-        if rate_limits is not None and not isinstance(rate_limits, str):
-            raise TypeError(f"rate_limits is {type(rate_limits).__name__}, not JSON text")
+        limits = record.get("limits")
+        for what, value in (("rate_limits", rate_limits), ("limits", limits)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{what} is {type(value).__name__}, not JSON text")
         return WorkflowInfo(
             name=name,
             app=str(record["app"]),
@@ -88,6 +91,7 @@ def decode_workflow(name: str, text: str) -> WorkflowInfo:
             cron=str(record["cron"]),
             updated_at=float(record["updated_at"]),
             rate_limits=rate_limits,
+            limits=limits,
         )
     except (ValueError, KeyError, TypeError) as error:
         raise CorruptRecordError(

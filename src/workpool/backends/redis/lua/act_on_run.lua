@@ -44,7 +44,7 @@ if action == 'pause' then
   set_status(run_id, queue, workflow, status, 'paused')
   if gate and run[10] == '1' then
     redis.call('HDEL', key, 'admitted')
-    leave_gate(gate, limit)
+    leave_gate(gate, limit, run.gate_list)
   end
   return status
 end

@@ -42,14 +42,14 @@ local function outcome_fields(finish)
   return {}
 end
 
--- What finish reads (as read_run_checked: run[11..17], then batch; deadline last), then what it only
--- checks: attempts and lease_losses (the counts a retried run's next claim and reap do
--- arithmetic on) and rank_offset (a retry ranks the run with it). Not checked here:
+-- What finish reads (as read_run_checked: run[11..17], then batch; deadline and gate_list
+-- last), then what it only checks: attempts and lease_losses (the counts a retried run's
+-- next claim and reap do arithmetic on) and rank_offset (a retry ranks the run with it). Not checked here:
 -- created_at, available_at, claims, timeout, priority, finished_at, awaited_events.
 local FINISH_FIELDS = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id',
   'parent_step', 'has_steps', 'gate', 'gate_limit', 'admitted', 'lease_token',
   'cancel_requested', 'rate', 'started_at', 'isolate', 'run_time', 'attempt_time', 'batch',
-  'attempts', 'lease_losses', 'rank_offset', 'deadline' }
+  'attempts', 'lease_losses', 'rank_offset', 'deadline', 'gate_list' }
 
 local function apply(finish)
   local run = read_run_checked(finish.run_id, FINISH_FIELDS)

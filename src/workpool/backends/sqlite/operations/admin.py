@@ -89,6 +89,7 @@ class Admin(Ending):
             retry=workflow.retry,
             cron=workflow.cron,
             rate_limits=workflow.rate_limits,
+            limits=workflow.limits,
             now=now,
         ).rowcount
 
@@ -225,7 +226,7 @@ class Admin(Ending):
         if action == "pause":
             left = self._leave_gate(run_id)
             self._execute("pause_run", id=run_id)
-            self._fill(*left)
+            self._refill(left)
             return status
         query = "resume_run" if action == "resume" else "run_now"
         woken = self._execute(query, id=run_id, now=now).fetchall()

@@ -144,6 +144,7 @@ class Batches(Checking):
             parent_step=None,
             gate=gate,
             gate_limit=hook.max_concurrency,
+            gate_list=None,
             rate_limits=None,
             timeout=None,
             priority=hook.priority,

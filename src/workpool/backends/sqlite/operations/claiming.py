@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from workpool.backends.base import ClaimedRun, ClaimResult, SetAside
 from workpool.backends.sqlite import records
+from workpool.backends.sqlite.operations.admission import sound_gates
 from workpool.backends.sqlite.operations.ending import Ending
 from workpool.backends.sqlite.operations.transaction import EXECUTIONS, RETRIED
 
@@ -177,10 +178,11 @@ class Claiming(Ending):
     def _put_aside(self, run_id: str, problem: str, row: sqlite3.Row) -> None:
         self._execute("set_aside", id=run_id)
         self._set_aside.append(SetAside(run_id, problem))
-        gate, limit = row["gate"], row["gate_limit"]
-        if row["admitted"] == 1 and row["status"] in ("queued", "running") and gate is not None:
-            self._execute("count_admitted", gate=gate, delta=-1)
-            self._fill(gate, limit if isinstance(limit, int) and limit >= 1 else None)
+        if row["admitted"] == 1 and row["status"] in ("queued", "running"):
+            left = sound_gates(row)
+            for gate, _ in left:
+                self._execute("count_admitted", gate=gate, delta=-1)
+            self._refill(left)
         if row["status"] == "running" and isinstance(row["queue"], str):
             self._left_running(row["queue"])
 

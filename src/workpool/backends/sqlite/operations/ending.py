@@ -65,7 +65,7 @@ class Ending(Batches):
                 error_type=error_type(records.optional_text(ended, "error")),
                 now=now,
             )
-        self._fill(*left)
+        self._refill(left)
         self._fire_hooks(ended, now)
         if ended["batch_id"] is not None:
             self._batch_run_ended(records.text(ended, "batch_id"), run_id, status, now)
@@ -136,7 +136,7 @@ class Ending(Batches):
         rows = self._execute(
             "requeue_run", id=run_id, now=now, lease_loss=lease_loss, resume=int(resume)
         ).fetchall()
-        self._fill(*left)
+        self._refill(left)
         self._joined(rows, now)
 
     def cancel(

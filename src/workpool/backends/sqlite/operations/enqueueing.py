@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from workpool.backends.base import Enqueued, NewBatch, NewRun
 from workpool.backends.checks import check_new_runs
 from workpool.backends.sqlite import records
-from workpool.backends.sqlite.operations.admission import gate_id
+from workpool.backends.sqlite.operations.admission import run_gates
 from workpool.backends.sqlite.operations.batches import Batches
 
 
@@ -53,9 +53,7 @@ class Enqueueing(Batches):
             if pending is not None:
                 return Enqueued(run_id=pending, created=False)
         status = "queued" if run.available_at <= now else "scheduled"
-        gate = None
-        if run.max_concurrency is not None:
-            gate = gate_id(run.workflow, run.concurrency_key)
+        gate, gate_limit, gate_list = run_gates(run)
         inserted = self._execute(
             "insert_run",
             id=run.id,
@@ -71,7 +69,8 @@ class Enqueueing(Batches):
             parent_run_id=parent_run_id,
             parent_step=parent_step,
             gate=gate,
-            gate_limit=run.max_concurrency,
+            gate_limit=gate_limit,
+            gate_list=gate_list,
             rate_limits=records.encode_rate_limits(run.rate_limits),
             timeout=run.timeout,
             priority=run.priority,
@@ -83,7 +82,7 @@ class Enqueueing(Batches):
             return Enqueued(run_id=run.id, created=False)
         self._remember(run, now)
         if status == "queued":
-            self._became_queued(run, gate, now)
+            self._became_queued(run, gate, gate_limit, now)
         else:
             self.woken.add(run.queue)  # its workers may need to wake up sooner
         return Enqueued(run_id=run.id, created=True)
@@ -125,7 +124,9 @@ class Enqueueing(Batches):
         self.woken.add(records.text(row, "queue"))  # its workers may wake at another time
         return run_id
 
-    def _became_queued(self, run: NewRun, gate: str | None, now: float) -> None:
+    def _became_queued(
+        self, run: NewRun, gate: str | None, gate_limit: int | None, now: float
+    ) -> None:
         """A new run stored queued: reserve its start time, then its gate, then wake."""
         limits = records.encode_rate_limits(run.rate_limits)
         if limits is not None and self._reserve_start(run.id, limits, now) > now:
@@ -133,4 +134,4 @@ class Enqueueing(Batches):
         if gate is None:
             self.woken.add(run.queue)
         else:
-            self._fill(gate, run.max_concurrency)
+            self._fill(gate, gate_limit)

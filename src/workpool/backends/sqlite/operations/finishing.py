@@ -80,14 +80,14 @@ class Finishing(Ending):
             rows = self._execute(
                 "retry_run", id=run_id, retry_at=retry_at, error=entry.error, now=now, ran=ran
             ).fetchall()
-            self._fill(*left)
+            self._refill(left)
             self._joined(rows, now)
         elif entry.status == "suspend":
             self._suspend(entry, records.text(held, "queue"), now, ran, gated)
         elif entry.status == "attention":
             left = self._leave_gate(run_id, gated=gated)
             self._execute("stop_run", id=run_id, error=entry.error, ran=ran)
-            self._fill(*left)
+            self._refill(left)
         else:
             error = entry.error if entry.status == "failed" else None
             self._end(run_id, entry.status, now, error=error, ran=ran, gated=gated)
@@ -108,11 +108,11 @@ class Finishing(Ending):
         if due:
             rows = self._execute("resume_now", id=run_id, now=now, ran=ran).fetchall()
             self.woken.add(queue)
-            self._fill(*left)
+            self._refill(left)
             self._joined(rows, now)
         else:
             self._execute("suspend_run", id=run_id, wake_at=entry.wake_at, events=events, ran=ran)
-            self._fill(*left)
+            self._refill(left)
 
     def release(self, leases: Sequence[Lease], now: float, attempt_used: bool) -> None:
         """Queue held runs again now (or end them canceled if cancel was requested); the

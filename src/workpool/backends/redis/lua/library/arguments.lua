@@ -39,9 +39,21 @@ end
 
 -- The new run whose RUN_FIELDS arguments start at ARGV[base] (enqueueing.lua): its
 -- available_at; with a key, its expiry and TTL (ms, >= 1); with a gate, its limit (>= 1);
--- its rank_offset, within 1e12 s either way; its debounce_until, if any.
+-- its rank_offset, within 1e12 s either way; its debounce_until, if any; its shared
+-- gates, a JSON list of [gate id, limit >= 1], if any.
 local function bad_new_run(base)
   local where = 'run ' .. ARGV[base] .. ': '
+  local gates = ARGV[base + 20]
+  if gates ~= '' then
+    local ok, list = pcall(cjson.decode, gates)
+    ok = ok and type(list) == 'table' and #list > 0
+    for _, gate in ipairs(ok and list or {}) do
+      local limit = type(gate) == 'table' and gate[2]
+      ok = ok and type(gate[1]) == 'string' and type(limit) == 'number' and limit >= 1
+        and limit % 1 == 0 and finite(limit)
+    end
+    if not ok then return refuse(where, 'gates', gates) end
+  end
   local offset = ARGV[base + 15]
   if offset ~= '' and not (finite(offset) and math.abs(tonumber(offset)) <= 1e12) then
     return refuse(where, 'rank_offset', offset)

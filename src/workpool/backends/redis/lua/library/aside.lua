@@ -27,7 +27,11 @@ local function set_aside(run_id, problem, fields, queue, workflow)
     if redis.call('HGET', run_key(run_id), 'admitted') == '1' then
       local count = tonumber(redis.call('HGET', gates_key(), gate) or '1')
       local limit = fields.gate_limit and finite_number(fields.gate_limit)
-      store_count(gate, limit and admit_waiting(gate, limit, count - 1) or count - 1, count)
+      if fields.gate_list and good('gates', fields.gate_list) then
+        leave_gate(gate, limit, fields.gate_list)
+      else
+        store_count(gate, limit and admit_waiting(gate, limit, count - 1) or count - 1, count)
+      end
     end
   end
 end

@@ -41,6 +41,10 @@ local function limit_ok(limit)
     and type(limit[2]) == 'number' and type(limit[3]) == 'number'
 end
 local function event_key_ok(key) return type(key) == 'string' end
+local function gate_ok(gate)
+  return type(gate) == 'table' and type(gate[1]) == 'string' and type(gate[2]) == 'number'
+    and gate[2] >= 1 and gate[2] % 1 == 0
+end
 -- Whether a stored value (a string) is good for its kind (CHECKED_KINDS): a count is a
 -- whole number from 0 to 2^53 - 1; a time or a number of seconds is a finite decimal (no space, hex, 'inf'
 -- or 'nan': what Python and ZADD read) in its range. Checks inline, commonest first: a
@@ -60,6 +64,7 @@ local function good(kind, text)
   elseif kind == 'limit' then return whole(text) and tonumber(text) >= 1
   elseif kind == 'hooks' then return json_list(text, hook_ok)
   elseif kind == 'rate' then return json_list(text, limit_ok)
+  elseif kind == 'gates' then return json_list(text, gate_ok)
   elseif kind == 'events' then return text == '' or json_list(text, event_key_ok)
   end
   return true  -- 'text': any string
@@ -70,8 +75,8 @@ end
 local CHECKED_NAMES = { 'status', 'queue', 'workflow', 'attempts', 'created_at',
   'available_at', 'cancel_requested', 'lease_losses', 'claims', 'timeout', 'rank_offset',
   'priority', 'run_time', 'attempt_time', 'started_at', 'finished_at', 'gate', 'gate_limit',
-  'lease_token', 'hooks', 'rate', 'awaited_events' }
+  'lease_token', 'hooks', 'rate', 'awaited_events', 'gate_list' }
 local CHECKED_KINDS = { 'state', 'text', 'text', 'count', 'time', 'time', 'flag', 'count',
   'count', 'seconds', 'offset', 'integer', 'seconds', 'seconds', 'time', 'time', 'text',
-  'limit', 'text', 'hooks', 'rate', 'events' }
+  'limit', 'text', 'hooks', 'rate', 'events', 'gates' }
 local REQUIRED_CHECKED = 8

@@ -51,7 +51,7 @@ local function end_run(run_id, run, status, now, fields)
   zrem_later(workflow_cancelable_key(workflow), run_id)
   if run.deadline then zrem_later(queue_key(queue, 'deadlines'), run_id) end
   if run[10] == '1' then
-    leave_gate(run[8], run[9])  -- its place goes to the oldest run waiting at its gate
+    leave_gate(run[8], run[9], run.gate_list)  -- its places go to runs waiting there
   end
   if hooks or parent_step then
     local stored = redis.call('HMGET', key, 'output', 'error', 'cancel_reason')

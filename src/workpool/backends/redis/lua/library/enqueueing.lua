@@ -15,12 +15,13 @@
 --   debounce (its debounce key: the run is debounced, see debouncing.lua),
 --   debounce_until (seconds, string: the latest its start may move to),
 --   trace (opaque text: the trace context of the span that enqueued it, see tracing.py),
---   deadline (seconds, string: when the run must have ended, see deadlines.lua)
+--   deadline (seconds, string: when the run must have ended, see deadlines.lua),
+--   gates (JSON text of its shared gates, [[gate id, limit], ...]; see gates.lua)
 -- An idempotency key is a string "<expires_at> <run id>" with a real TTL as well, so
 -- it is honoured against the caller's clock and still garbage-collected by Redis.
 -- Flat arguments rather than one JSON document: no decoding, no re-escaped JSON texts.
 
-local RUN_FIELDS = 20
+local RUN_FIELDS = 21
 
 local function optional(value)
   if value == '' then
@@ -45,6 +46,7 @@ local function run_from_args(base)
   if run.gate_limit then
     run.gate = gate_id(run.workflow, ARGV[base + 11])
   end
+  if ARGV[base + 20] ~= '' then with_shared_gates(run, cjson.decode(ARGV[base + 20])) end
   return { run, ARGV[base + 8], ARGV[base + 9] }
 end
 

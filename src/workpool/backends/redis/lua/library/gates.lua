@@ -24,7 +24,8 @@ local function admit_waiting(gate, limit, count)
       local problem, run = run_problem(run_id)
       if problem then
         note_corrupt(run_id, problem, run)
-      else
+      elseif not run.gate_list  -- else, admitted at every gate or waiting at a full one
+          or admitted_elsewhere(run_id, gate, run.gate_list, popped[i + 1]) then
         redis.call('HSET', run_key(run_id), 'admitted', '1')
         make_ready(run_id, run.queue, run.workflow, run.available_at)
         wake(run.queue, run.workflow)
@@ -72,8 +73,18 @@ local function join_gate(run_id, gate, limit, queue, workflow, available_at, cou
 end
 
 -- An admitted run stops being admitted (it ends, retries, suspends or is requeued;
--- the caller clears its field admitted): the gate admits its oldest waiting runs.
-local function leave_gate(gate, limit)
-  local count = tonumber(redis.call('HGET', gates_key(), gate) or '1')
-  store_count(gate, admit_waiting(gate, limit, count - 1), count)
+-- the caller clears its field admitted): the gate admits its oldest waiting runs. With
+-- gate_list (several.lua), it frees a place at each of its gates, then each admits.
+local function leave_gate(gate, limit, gate_list)
+  if not gate_list then
+    local count = tonumber(redis.call('HGET', gates_key(), gate) or '1')
+    store_count(gate, admit_waiting(gate, limit, count - 1), count)
+    return
+  end
+  local gates = cjson.decode(gate_list)
+  for _, entry in ipairs(gates) do redis.call('HINCRBY', gates_key(), entry[1], -1) end
+  for _, entry in ipairs(gates) do
+    local count = tonumber(redis.call('HGET', gates_key(), entry[1]) or '0')
+    store_count(entry[1], admit_waiting(entry[1], entry[2], count), nil)
+  end
 end

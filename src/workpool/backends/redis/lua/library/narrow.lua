@@ -66,6 +66,7 @@ local function read_run_checked(run_id, names)
   local at = narrow_read(names).at
   run.batch, run.problem = run[at.batch] or nil, problem
   run.deadline = at.deadline and run[at.deadline] or nil
+  run.gate_list = at.gate_list and run[at.gate_list] or nil
   if problem then
     local _, fields = run_problem(run_id)
     run.fields = fields

@@ -5,7 +5,7 @@
 -- earlier rerun made, 'not_found', 'not_finished' (active), 'succeeded', 'taken' when
 -- new_id already names a run (nothing changed but in 'created'), or 'corrupt' and its
 -- problem for a run whose record is corrupt (set aside: checks.lua).
--- The new run copies workflow, queue, input, retry, hooks, gate, gate_limit, rate,
+-- The new run copies workflow, queue, input, retry, hooks, gates (gate_list too), rate,
 -- timeout, priority and rank_offset, has retry_of, and is stored as enqueue stores a run
 -- available now: it reserves a start if rate limited, goes through its gate if gated,
 -- and wakes its queue.
@@ -18,7 +18,7 @@ local function rerun_one(run_id, new_id, now)
   end
   local old = redis.call('HMGET', run_key(run_id), 'status', 'retried_as', 'workflow',
     'queue', 'input', 'retry', 'hooks', 'gate', 'gate_limit', 'rate', 'timeout', 'priority',
-    'rank_offset')
+    'rank_offset', 'gate_list')
   if not old[1] then
     return 'not_found'
   elseif old[2] then
@@ -37,7 +37,7 @@ local function rerun_one(run_id, new_id, now)
     id = new_id, workflow = old[3], queue = old[4], input = old[5], available_at = now,
     retry = old[6] or nil, hooks = old[7] or nil, gate = old[8] or nil,
     gate_limit = old[9] or nil, rate = old[10] or nil, retry_of = run_id, timeout = old[11],
-    priority = old[12] or nil, rank_offset = old[13] or nil,
+    priority = old[12] or nil, rank_offset = old[13] or nil, gate_list = old[14] or nil,
   }
   if store_run(run, now) then
     wake(run.queue, run.workflow)

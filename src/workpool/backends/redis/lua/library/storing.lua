@@ -2,11 +2,11 @@
 
 local OPTIONAL_RUN_FIELDS = { 'retry', 'hooks', 'idempotency_key', 'parent_run_id',
   'parent_step', 'gate', 'gate_limit', 'rate', 'rate_reserved', 'retry_of', 'timeout',
-  'priority', 'rank_offset', 'batch', 'debounce_until', 'trace', 'deadline' }
+  'priority', 'rank_offset', 'batch', 'debounce_until', 'trace', 'deadline', 'gate_list' }
 
 -- Store a new run and index it. run: id, workflow, queue, input, available_at and
 -- the optional retry, hooks (JSON text), idempotency_key, parent_run_id, parent_step,
--- gate, gate_limit, rate (a due run with limits reserves its start, see rates.lua),
+-- gate, gate_limit, gate_list, rate (a due run with limits reserves its start, see rates.lua),
 -- retry_of, priority and rank_offset (ready.lua), batch (its batch id), debounce_until
 -- (debouncing.lua), trace (its trace context, returned by claims) and deadline (also in
 -- its queue's deadlines set, deadlines.lua). Returns true when the caller must wake its
@@ -20,6 +20,7 @@ local function store_run(run, now)
     status = 'scheduled'
   elseif run.gate then
     count, at_once = gate_room(run.gate, run.gate_limit)
+    at_once = at_once and not run.gate_list  -- several gates: admit_waiting checks them
   end
   local fields = {
     'id', run.id, 'workflow', run.workflow, 'queue', run.queue, 'input', run.input,

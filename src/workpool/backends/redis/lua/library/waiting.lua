@@ -5,7 +5,7 @@ local TERMINAL = { succeeded = true, failed = true, canceled = true }
 
 -- The fields of a run that transitions read (run[1..10]: status, queue, workflow, hooks,
 -- parent_run_id, parent_step, has_steps, gate, gate_limit, admitted), those named after
--- (run[11], ...), run.batch and run.deadline (nil: none), run.problem and run.fields
+-- (run[11], ...), run.batch, run.deadline, run.gate_list (nil: none), run.problem and run.fields
 -- (run_problem's).
 local function read_run(run_id, ...)
   local named = { 'status', 'queue', 'workflow', 'hooks', 'parent_run_id', 'parent_step',
@@ -14,7 +14,7 @@ local function read_run(run_id, ...)
   named[#named + 1] = 'deadline'
   local problem, fields, run = run_problem(run_id, named)
   run.batch, run.problem, run.fields = run[#named - 1] or nil, problem, fields
-  run.deadline = run[#named] or nil
+  run.deadline, run.gate_list = run[#named] or nil, fields.gate_list
   return run
 end
 
@@ -34,6 +34,7 @@ local function make_waiting(run_id, run, available_at, now, gate, limit, rate)
     return true  -- scheduled at its reserved start: idle workers learn when it is due
   elseif gate then
     local count, at_once = gate_room(gate, limit)
+    at_once = at_once and redis.call('HEXISTS', run_key(run_id), 'gate_list') == 0
     local fields = { 'available_at', available_at }
     if at_once then fields[3], fields[4] = 'admitted', '1' end
     set_status(run_id, queue, workflow, from, 'queued', unpack(fields))
@@ -54,6 +55,6 @@ local function drop_lease(run_id, run, fields)
   zrem_later(queue_key(run[2], 'leases'), run_id)
   if run[10] == '1' then
     redis.call('HDEL', run_key(run_id), 'admitted')
-    leave_gate(run[8], run[9])
+    leave_gate(run[8], run[9], run.gate_list)
   end
 end
