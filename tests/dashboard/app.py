@@ -44,20 +44,7 @@ def make_pool(url: str | None = None) -> Workpool:
         await ctx.set_event("note", note)
         return "published"
 
-    @pool.workflow(queue="pausable", max_concurrency=None)
-    async def pausable(ctx: RunContext, name: str) -> str:
-        return name
-
-    @pool.workflow(queue="held", max_concurrency=None)
-    async def held(ctx: RunContext, name: str) -> str:
-        return name
-
-    # Runs of the queue "held" wait: one holds the limit's place, the others wait at it.
-    partner = pool.limit("partner-api", max_concurrency=1, rate=RateLimit(50))
-
-    @pool.workflow(queue="held", max_concurrency=None, limits=[partner])
-    async def call_partner(ctx: RunContext, name: str) -> str:
-        return name
+    define_waiting(pool)
 
     @pool.workflow(queue="work", max_concurrency=None)
     async def fulfil(ctx: RunContext, order: str) -> str:
@@ -72,6 +59,25 @@ def make_pool(url: str | None = None) -> Workpool:
         await asyncio.sleep(3)
 
     return pool
+
+
+def define_waiting(pool: Workpool) -> None:
+    """The workflows whose runs the tests pause, or leave waiting (queue "held")."""
+
+    @pool.workflow(queue="pausable", max_concurrency=None)
+    async def pausable(ctx: RunContext, name: str) -> str:
+        return name
+
+    @pool.workflow(queue="held", max_concurrency=None)
+    async def held(ctx: RunContext, name: str) -> str:
+        return name
+
+    # Runs of the queue "held" wait: one holds the limit's place, the others wait at it.
+    partner = pool.limit("partner-api", max_concurrency=1, rate=RateLimit(50))
+
+    @pool.workflow(queue="held", max_concurrency=None, limits=[partner])
+    async def call_partner(ctx: RunContext, name: str) -> str:
+        return name
 
 
 async def reserve(order: str) -> list[str]:

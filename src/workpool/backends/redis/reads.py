@@ -9,8 +9,8 @@ from typing import Any
 from workpool.backends.base import (
     BatchRecord,
     EventValue,
-    PeriodCounters,
     GateUsage,
+    PeriodCounters,
     QueueSettings,
     RunPage,
     RunRecord,
