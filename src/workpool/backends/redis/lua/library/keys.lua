@@ -41,24 +41,16 @@ local function gate_id(workflow, key_suffix)
 end
 
 -- sorted set: the gate's waiting runs (queued, not admitted), score available_at
-local function gate_waiting_key(gate)
-  return prefix .. ':gate:' .. gate .. ':waiting'
-end
+local function gate_waiting_key(gate) return prefix .. ':gate:' .. gate .. ':waiting' end
 
 -- hash: gate id -> how many of its runs are admitted (absent when none)
-local function gates_key()
-  return prefix .. ':gates'
-end
+local function gates_key() return prefix .. ':gates' end
 
 -- string: a rate limiter's TAT (decimal seconds), with a TTL (see rates.lua)
-local function limiter_key(limiter_id)
-  return prefix .. ':limiter:' .. limiter_id
-end
+local function limiter_key(limiter_id) return prefix .. ':limiter:' .. limiter_id end
 
 -- hash: workflow name -> its registered definition (JSON text; see keys.py)
-local function registry_key()
-  return prefix .. ':registry'
-end
+local function registry_key() return prefix .. ':registry' end
 
 -- A (queue, workflow) pair in key names and fields: "<len>:<queue>:<workflow>", <len>
 -- the queue name's length in bytes, so a ':' in either name cannot merge two pairs.
