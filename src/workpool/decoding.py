@@ -178,8 +178,9 @@ def step_from_record(run_id: str, record: StepRecord, now: float) -> Step:
 
 def status_of(run: Run) -> RunStatus:
     """The short, Convex-shaped status of a run."""
-    if run.status in ("scheduled", "queued"):
-        return Pending(previous_attempts=run.attempts, deadline=run.deadline)
+    if run.status in ("scheduled", "queued", "paused"):
+        paused = run.status == "paused"
+        return Pending(previous_attempts=run.attempts, deadline=run.deadline, paused=paused)
     if run.status in ("running", "suspended"):  # a suspended run's attempt goes on
         return Running(previous_attempts=max(run.attempts - 1, 0), deadline=run.deadline)
     if run.status == "needs_attention":

@@ -99,12 +99,15 @@ class OnBatchComplete(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """The run waits to start (queued, scheduled, or waiting out a retry backoff)."""
+    """The run waits to start (queued, scheduled, waiting out a retry backoff, or paused
+    by an operator)."""
 
     previous_attempts: int
     state: Literal["pending"] = "pending"
     deadline: datetime | None = None
     """When the whole run must have ended, if it has a deadline."""
+    paused: bool = False
+    """An operator paused it (``pause_run``): it starts only once resumed."""
 
 
 @dataclass(frozen=True, slots=True)

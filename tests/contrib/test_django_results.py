@@ -4,11 +4,13 @@ traceback Python wrote for it."""
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 
 from tests.django_project.shop import errors
-from workpool.contrib.django.results import exception_class_path
+from workpool.backends.base import RunState
+from workpool.contrib.django.results import STATUSES, exception_class_path
 from workpool.models import RunError
 from workpool.serialization import error_json
 
@@ -56,3 +58,7 @@ def test_without_a_traceback_workpool_errors_and_builtins_are_known() -> None:
     )
     unreadable = RunError(type="Mystery", message="?", traceback="cut short")
     assert exception_class_path(unreadable) == "Mystery"
+
+
+def test_every_run_state_has_a_django_status() -> None:
+    assert set(STATUSES) == set(get_args(RunState))

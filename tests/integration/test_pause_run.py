@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from tests.integration.conftest import fast_worker
-from workpool import RunContext, RunNotFoundError, RunStateError, Workpool
+from workpool import Pending, RunContext, RunNotFoundError, RunStateError, Workpool
 
 
 async def test_a_paused_run_waits_until_resumed(pool: Workpool) -> None:
@@ -17,6 +17,7 @@ async def test_a_paused_run_waits_until_resumed(pool: Workpool) -> None:
 
     paused = await double.run(1)
     assert (await pool.pause_run(paused.id)).status == "paused"
+    assert await paused.status() == Pending(previous_attempts=0, paused=True)
     other = await double.run(2)
     async with fast_worker(pool):
         assert await other.result(timeout=10) == 4

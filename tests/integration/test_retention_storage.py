@@ -13,7 +13,6 @@ import psycopg
 import redis
 from psycopg import sql
 
-from tests.integration.conftest import fast_worker
 from workpool import RunContext, Workpool
 from workpool.backends.postgres.url import parse_postgres_url
 from workpool.clock import ManualClock
@@ -60,7 +59,9 @@ def count_rows(connection: psycopg.Connection[tuple[Any, ...]], table: str) -> i
 async def a_batch(pool: Workpool, count: int, start: int) -> None:
     work = pool.get_workflow("work")
     handles = [await work.run(n, idempotency_key=f"n-{n}") for n in range(start, start + count)]
-    async with fast_worker(pool, concurrency=20):
+    # A long lease: the pool's clock is manual, so a run whose local lease ran out on a
+    # loaded machine (its outcome then unwritten) would never be taken again.
+    async with pool.worker(concurrency=20, lease=timedelta(seconds=60)):
         for handle in handles:
             await handle.result(timeout=30)
 

@@ -35,6 +35,7 @@ from workpool import (
     Finished,
     RunContext,
     RunFailedError,
+    RunFilter,
     RunHandle,
     Success,
     Workflow,
@@ -370,6 +371,15 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "batch.add": lambda: batch.add_sync([workflow.prepare(1)]),
         "batch.close": lambda: batch.close_sync(),
         "batch.cancel": lambda: batch.cancel_sync(),
+        "pool.rerun": lambda: pool.rerun_sync("no-such-run", from_step="step"),
+        "pool.pause_run": lambda: pool.pause_run_sync("no-such-run"),
+        "pool.resume_run": lambda: pool.resume_run_sync("no-such-run"),
+        "pool.run_now": lambda: pool.run_now_sync("no-such-run"),
+        "pool.retry_runs": lambda: pool.retry_runs_sync(RunFilter(workflow="add_one")),
+        "pool.cancel_runs": lambda: pool.cancel_runs_sync(RunFilter(workflow="add_one")),
+        "pool.delete_runs": lambda: pool.delete_runs_sync(RunFilter(workflow="add_one")),
+        "pool.failures": lambda: pool.failures_sync(),
+        "pool.history": lambda: pool.history_sync(),
     }
 
 

@@ -31,6 +31,7 @@ backend runs any task, importing it by its path as it starts the run."""
 STATUSES = {
     "scheduled": TaskResultStatus.READY,  # waits for run_after, or for a retry's backoff
     "queued": TaskResultStatus.READY,
+    "paused": TaskResultStatus.READY,  # an operator paused it: it starts once resumed
     "running": TaskResultStatus.RUNNING,
     "needs_attention": TaskResultStatus.RUNNING,  # not ended: rerun or cancel it
     "suspended": TaskResultStatus.RUNNING,  # a Django task never suspends; for completeness

@@ -41,9 +41,7 @@ local function gate_id(workflow, key_suffix)
 end
 
 -- sorted set: the gate's waiting runs (queued, not admitted), score available_at
-local function gate_waiting_key(gate)
-  return prefix .. ':gate:' .. gate .. ':waiting'
-end
+local function gate_waiting_key(gate) return prefix .. ':gate:' .. gate .. ':waiting' end
 
 -- hash: gate id -> how many of its runs are admitted (absent when none)
 local function gates_key() return prefix .. ':gates' end
