@@ -380,6 +380,7 @@ def every_sync_call(pool: Workpool, workflow: Workflow[int, int]) -> dict[str, C
         "pool.delete_runs": lambda: pool.delete_runs_sync(RunFilter(workflow="add_one")),
         "pool.failures": lambda: pool.failures_sync(),
         "pool.history": lambda: pool.history_sync(),
+        "pool.limit_usage": lambda: pool.limit_usage_sync(),
     }
 
 
