@@ -154,7 +154,7 @@ async def test_workers_ride_out_an_immediate_stop_and_restart_of_the_server(
         await assert_every_run_ended_once(pool, workers, handles)
         (after,) = await pool.enqueue_many([process_app.chore.prepare(1)])
         assert await after.result(timeout=30) == 1
-        assert all(process.poll() is None for process in workers.processes)
+        assert all(process.poll() is None for process in workers.processes), workers.errors()
     finally:
         workers.stop_all()
         await pool.aclose()
