@@ -72,11 +72,10 @@ class SQLiteBackend(SQLiteRecovery):
     ) -> SQLiteBackend:
         """Open (creating and migrating if needed) the database file at ``path``.
 
-        ``synchronous``: the ``PRAGMA synchronous`` level, FULL or NORMAL (see
+        ``synchronous``: ``PRAGMA synchronous``, FULL or NORMAL (see
         ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
-        instead of listening for wake-ups (as where no listener can be had). Raises
-        BackendUnavailableError if the file cannot be opened or created. A relative
-        ``path`` is made absolute at open, so that every message names the file itself.
+        instead of listening for wake-ups. BackendUnavailableError if the file cannot be
+        opened or created. A relative ``path`` is made absolute, so messages name the file.
         """
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
