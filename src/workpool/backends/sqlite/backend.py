@@ -75,8 +75,7 @@ class SQLiteBackend(SQLiteRecovery):
         ``synchronous``: ``PRAGMA synchronous``, FULL or NORMAL (see
         ``workpool.backends.sqlite_synchronous``). ``listen=False``: idle workers poll
         instead of listening for wake-ups. BackendUnavailableError if the file cannot be
-        opened or created. A relative ``path`` is made absolute, so messages name the file.
-        """
+        opened or created. A relative ``path`` is made absolute, so messages name it."""
         return cls(await ConnectionThread.open(path, synchronous), listen=listen)
 
     async def _transact(self, operation: Callable[[Operations], T], *, inline: bool = False) -> T:
